@@ -1,0 +1,38 @@
+# Front door. On a fresh Debian 12 machine `make demo` and `make test` are the only commands needed.
+JOBS ?= $(shell nproc)
+
+.PHONY: deps build build-debug test test-release test-debug tsan demo bench clean
+
+deps:
+	bash scripts/install-deps.sh
+
+build: deps
+	cmake --preset release >/dev/null
+	cmake --build --preset release -j $(JOBS)
+
+build-debug: deps
+	cmake --preset debug >/dev/null
+	cmake --build --preset debug -j $(JOBS)
+
+test-release: build
+	ctest --preset release -j $(JOBS)
+
+test-debug: build-debug
+	ctest --preset debug -j $(JOBS)
+
+# The release build first, then the AddressSanitizer + UndefinedBehaviorSanitizer build.
+test: test-release test-debug
+
+tsan: deps
+	cmake --preset tsan >/dev/null
+	cmake --build --preset tsan -j $(JOBS)
+	ctest --preset tsan
+
+demo: build
+	./build/release/switchyard demo
+
+bench: build
+	bash bench/e2e/proxy_overhead.sh
+
+clean:
+	rm -rf build

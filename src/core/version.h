@@ -1,0 +1,5 @@
+#pragma once
+
+namespace switchyard {
+const char* versionString();
+}  // namespace switchyard
