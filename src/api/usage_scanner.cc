@@ -1,0 +1,262 @@
+#include "api/usage_scanner.h"
+
+#include <cstring>
+#include <limits>
+
+namespace switchyard::api {
+namespace {
+
+constexpr std::string_view kDone = "[DONE]";
+constexpr uint32_t kMaxDataLen = 1u << 20;  // data_len_ saturates here; only "== 6" matters
+
+}  // namespace
+
+int64_t UsageScanner::completionTokens() const {
+  if (usage_completion_ >= 0) return usage_completion_;
+  return mode_ == Mode::kSse ? text_events_ : -1;
+}
+
+void UsageScanner::feed(std::string_view piece) {
+  const char* p = piece.data();
+  const char* end = p + piece.size();
+  if (mode_ == Mode::kJson) {
+    feedJson(p, end);
+  } else {
+    feedSse(p, end);
+  }
+}
+
+UsageScanner::Key UsageScanner::classifyKey() const {
+  if (key_len_ > kMaxKey) return Key::kNone;
+  std::string_view key(key_, key_len_);
+  switch (key.size()) {
+    case 4:
+      return key == "text" ? Key::kText : Key::kNone;
+    case 5:
+      return key == "usage" ? Key::kUsage : Key::kNone;
+    case 7:
+      return key == "content" ? Key::kText : Key::kNone;
+    case 9:
+      return key == "reasoning" || key == "arguments" ? Key::kText : Key::kNone;
+    case 13:
+      return key == "prompt_tokens" ? Key::kPromptTokens : Key::kNone;
+    case 17:
+      if (key == "completion_tokens") return Key::kCompletionTokens;
+      return key == "reasoning_content" ? Key::kText : Key::kNone;
+    default:
+      return Key::kNone;
+  }
+}
+
+void UsageScanner::markText() {
+  if (event_counted_) return;
+  event_counted_ = true;
+  ++text_events_;
+}
+
+void UsageScanner::resetJson() {
+  in_string_ = false;
+  escape_ = false;
+  watch_text_ = false;
+  json_started_ = false;
+  pending_ = Key::kNone;
+  active_ = Key::kNone;
+  key_len_ = 0;
+  depth_ = 0;
+  usage_depth_ = -1;
+  number_key_ = Key::kNone;
+  number_ = 0;
+}
+
+void UsageScanner::endEvent() {
+  event_counted_ = false;
+  resetJson();
+}
+
+// Token counts are committed digit by digit so that a number split across pieces (or a body
+// that ends right after it) needs no look-ahead.
+void UsageScanner::commitDigit(char c) {
+  constexpr int64_t kLimit = (std::numeric_limits<int64_t>::max() - 9) / 10;
+  if (number_ > kLimit) return;  // absurd value: keep the saturated prefix
+  number_ = number_ * 10 + (c - '0');
+  if (number_key_ == Key::kCompletionTokens) {
+    usage_completion_ = number_;
+  } else {
+    prompt_tokens_ = number_;
+  }
+}
+
+void UsageScanner::onJsonByte(char c) {
+  if (in_string_) {
+    if (watch_text_) {
+      watch_text_ = false;
+      if (c != '"') markText();  // first byte of a text value: non-empty unless it closes
+    }
+    if (escape_) {
+      escape_ = false;
+      key_len_ = kMaxKey + 1;  // escaped keys are never the plain ones we look for
+      return;
+    }
+    if (c == '\\') {
+      escape_ = true;
+      key_len_ = kMaxKey + 1;
+      return;
+    }
+    if (c == '"') {
+      in_string_ = false;
+      pending_ = classifyKey();
+      return;
+    }
+    if (key_len_ < kMaxKey) {
+      key_[key_len_++] = c;
+    } else {
+      key_len_ = kMaxKey + 1;
+    }
+    return;
+  }
+
+  if (number_key_ != Key::kNone) {
+    if (c >= '0' && c <= '9') {
+      commitDigit(c);
+      return;
+    }
+    number_key_ = Key::kNone;
+  }
+
+  switch (c) {
+    case ' ':
+    case '\t':
+    case '\n':
+    case '\r':
+      return;  // whitespace between a key, its colon and its value keeps the key state
+    case '"':
+      in_string_ = true;
+      escape_ = false;
+      key_len_ = 0;
+      watch_text_ = active_ == Key::kText;
+      active_ = pending_ = Key::kNone;
+      return;
+    case ':':
+      active_ = pending_;
+      pending_ = Key::kNone;
+      return;
+    case '{':
+      json_started_ = true;
+      ++depth_;
+      if (active_ == Key::kUsage) {
+        usage_depth_ = depth_;
+        saw_usage_ = true;
+      }
+      active_ = pending_ = Key::kNone;
+      return;
+    case '[':
+      json_started_ = true;
+      ++depth_;
+      active_ = pending_ = Key::kNone;
+      return;
+    case '}':
+    case ']':
+      if (depth_ == usage_depth_) usage_depth_ = -1;
+      if (depth_ > 0) --depth_;
+      active_ = pending_ = Key::kNone;
+      return;
+    default:
+      if (c >= '0' && c <= '9' && depth_ == usage_depth_ &&
+          (active_ == Key::kCompletionTokens || active_ == Key::kPromptTokens)) {
+        number_key_ = active_;
+        number_ = 0;
+        commitDigit(c);
+      }
+      active_ = pending_ = Key::kNone;
+      return;
+  }
+}
+
+void UsageScanner::feedJson(const char* p, const char* end) {
+  while (p < end) {
+    if (in_string_ && !escape_ && !watch_text_ && key_len_ > kMaxKey) {
+      // Fast path through the bulk of a response: the inside of uninteresting strings.
+      const void* quote = std::memchr(p, '"', static_cast<size_t>(end - p));
+      const char* stop = quote ? static_cast<const char*>(quote) : end;
+      const void* backslash = std::memchr(p, '\\', static_cast<size_t>(stop - p));
+      if (backslash) stop = static_cast<const char*>(backslash);
+      p = stop;
+      if (p == end) break;
+    }
+    onJsonByte(*p++);
+  }
+}
+
+void UsageScanner::endLine() {
+  if (line_ == Line::kData || line_ == Line::kValueStart) {
+    if (done_match_ == kDone.size() && data_len_ == kDone.size()) saw_done_ = true;
+    onJsonByte('\n');  // SSE joins an event's data lines with '\n'
+    // A complete JSON value ends the event even if the blank separator line never comes.
+    if (json_started_ && depth_ == 0 && !in_string_) endEvent();
+  }
+  line_ = Line::kFieldName;
+  field_len_ = 0;
+  field_overflow_ = false;
+  data_len_ = 0;
+  done_match_ = 0;
+}
+
+void UsageScanner::feedSse(const char* p, const char* end) {
+  while (p < end) {
+    char c = *p;
+    if (last_was_cr_) {
+      last_was_cr_ = false;
+      if (c == '\n') {
+        ++p;
+        continue;
+      }
+    }
+    if (c == '\n' || c == '\r') {
+      last_was_cr_ = c == '\r';
+      ++p;
+      if (line_ == Line::kFieldName && field_len_ == 0 && !field_overflow_) {
+        endEvent();  // blank line: the event separator
+      }
+      endLine();
+      continue;
+    }
+    switch (line_) {
+      case Line::kFieldName:
+        if (c == ':') {
+          bool is_data = !field_overflow_ && field_len_ == 4 && std::memcmp(field_, "data", 4) == 0;
+          line_ = is_data ? Line::kValueStart : Line::kIgnore;
+        } else if (field_len_ < sizeof(field_)) {
+          field_[field_len_++] = c;
+        } else {
+          field_overflow_ = true;
+        }
+        ++p;
+        break;
+      case Line::kValueStart:
+        line_ = Line::kData;
+        if (c == ' ') {
+          ++p;  // the one optional space after "data:"
+          break;
+        }
+        [[fallthrough]];
+      case Line::kData: {
+        const char* stop = p;
+        while (stop < end && *stop != '\n' && *stop != '\r') ++stop;
+        size_t n = static_cast<size_t>(stop - p);
+        for (size_t k = 0; k < n && data_len_ + k < kDone.size(); ++k) {
+          if (done_match_ == data_len_ + k && p[k] == kDone[data_len_ + k]) ++done_match_;
+        }
+        data_len_ = n >= kMaxDataLen - data_len_ ? kMaxDataLen
+                                                 : data_len_ + static_cast<uint32_t>(n);
+        feedJson(p, stop);
+        p = stop;
+        break;
+      }
+      case Line::kIgnore:
+        while (p < end && *p != '\n' && *p != '\r') ++p;
+        break;
+    }
+  }
+}
+
+}  // namespace switchyard::api
