@@ -1,0 +1,86 @@
+#include "fleet/fleet_registry.h"
+
+#include <charconv>
+
+namespace switchyard::fleet {
+
+bool splitHostPort(std::string_view address, std::string& host, uint16_t& port) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string_view::npos || colon == 0 || colon + 1 == address.size()) return false;
+  std::string_view port_text = address.substr(colon + 1);
+  unsigned value = 0;
+  auto [ptr, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), value);
+  if (ec != std::errc{} || ptr != port_text.data() + port_text.size() || value > 65535) {
+    return false;
+  }
+  std::string_view host_text = address.substr(0, colon);
+  if (host_text.size() > 2 && host_text.front() == '[' && host_text.back() == ']') {
+    host_text = host_text.substr(1, host_text.size() - 2);
+  }
+  host.assign(host_text);
+  port = static_cast<uint16_t>(value);
+  return true;
+}
+
+void FleetRegistry::apply(const std::vector<ModelSpec>& models, TimeNs signal_max_age,
+                          const std::string& default_strategy) {
+  auto snapshot = std::make_shared<FleetSnapshot>();
+  snapshot->default_strategy = default_strategy;
+  std::lock_guard lock(mutex_);
+  snapshot->version = version_.load(std::memory_order_relaxed) + 1;
+  snapshot->signal_max_age = signal_max_age;
+
+  std::map<std::string, std::shared_ptr<ReplicaState>> kept;
+  std::map<std::string, std::shared_ptr<ModelCursor>> kept_cursors;
+  for (const ModelSpec& spec : models) {
+    ModelEntry model;
+    model.name = spec.name;
+    model.routing_strategy = spec.routing_strategy;
+    auto& cursor = kept_cursors[spec.name];
+    if (auto it = cursors_.find(spec.name); it != cursors_.end()) cursor = it->second;
+    if (!cursor) cursor = std::make_shared<ModelCursor>();
+    model.cursor = cursor;
+    for (const ReplicaSpec& replica_spec : spec.replicas) {
+      auto& state = kept[replica_spec.address];
+      if (!state) {
+        if (auto it = by_address_.find(replica_spec.address); it != by_address_.end()) {
+          state = it->second;
+        } else {
+          std::string host;
+          uint16_t port = 0;
+          splitHostPort(replica_spec.address, host, port);
+          state = std::make_shared<ReplicaState>(replica_spec.address, host, port);
+        }
+      }
+      model.replicas.push_back(ReplicaEntry{state, replica_spec.labels, {}});
+    }
+    snapshot->models.push_back(std::move(model));
+  }
+  // Views into labels are taken only now that the vectors stopped moving.
+  for (size_t i = 0; i < snapshot->models.size(); ++i) {
+    snapshot->model_index.emplace(snapshot->models[i].name, i);
+    for (ReplicaEntry& replica : snapshot->models[i].replicas) {
+      auto it = replica.labels.find("gpu");
+      replica.gpu = it == replica.labels.end() ? std::string_view("unknown") : it->second;
+    }
+  }
+  by_address_ = std::move(kept);
+  cursors_ = std::move(kept_cursors);
+  snapshot_ = std::move(snapshot);
+  version_.store(snapshot_->version, std::memory_order_release);
+}
+
+std::shared_ptr<const FleetSnapshot> FleetRegistry::latest() const {
+  std::lock_guard lock(mutex_);
+  return snapshot_;
+}
+
+std::vector<std::shared_ptr<ReplicaState>> FleetRegistry::replicas() const {
+  std::lock_guard lock(mutex_);
+  std::vector<std::shared_ptr<ReplicaState>> out;
+  out.reserve(by_address_.size());
+  for (const auto& [address, state] : by_address_) out.push_back(state);
+  return out;
+}
+
+}  // namespace switchyard::fleet

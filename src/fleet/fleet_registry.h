@@ -1,0 +1,77 @@
+// FleetRegistry: owns the set of known replicas and publishes FleetSnapshots.
+//
+// apply() is called on the control thread with the desired fleet (from static config now, from
+// Kubernetes discovery later); it reuses the ReplicaState of every replica that stays, so live
+// counters survive reloads, and swaps in a new snapshot. Workers call current() on every
+// request: it is one relaxed atomic load in the steady state, and takes a short mutex only in
+// the rare request that first sees a new version (RCU-style, per worker cache).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "fleet/fleet_snapshot.h"
+
+namespace switchyard::fleet {
+
+struct ReplicaSpec {
+  std::string address;  // host:port
+  std::map<std::string, std::string> labels;
+};
+
+struct ModelSpec {
+  std::string name;
+  std::string routing_strategy;
+  std::vector<ReplicaSpec> replicas;
+};
+
+class FleetRegistry {
+ public:
+  FleetRegistry() = default;
+
+  // Control thread. Builds and publishes a snapshot for `models`. Addresses must already be
+  // validated (host:port).
+  void apply(const std::vector<ModelSpec>& models, TimeNs signal_max_age,
+             const std::string& default_strategy);
+
+  // Any thread. The latest snapshot.
+  std::shared_ptr<const FleetSnapshot> latest() const;
+  uint64_t version() const { return version_.load(std::memory_order_acquire); }
+
+  // Every distinct replica of the latest snapshot (for the scraper and admin views).
+  std::vector<std::shared_ptr<ReplicaState>> replicas() const;
+
+ private:
+  mutable std::mutex mutex_;  // guards snapshot_, by_address_, cursors_; never held on I/O
+  std::shared_ptr<const FleetSnapshot> snapshot_;
+  std::map<std::string, std::shared_ptr<ReplicaState>> by_address_;
+  std::map<std::string, std::shared_ptr<ModelCursor>> cursors_;
+  std::atomic<uint64_t> version_{0};
+};
+
+// A worker's cached view: refreshes from the registry only when its version moved.
+class SnapshotCache {
+ public:
+  explicit SnapshotCache(const FleetRegistry& registry) : registry_(registry) {}
+  const std::shared_ptr<const FleetSnapshot>& get() {
+    const uint64_t v = registry_.version();
+    if (!snapshot_ || v != version_) {
+      snapshot_ = registry_.latest();
+      version_ = snapshot_ ? snapshot_->version : 0;
+    }
+    return snapshot_;
+  }
+
+ private:
+  const FleetRegistry& registry_;
+  std::shared_ptr<const FleetSnapshot> snapshot_;
+  uint64_t version_ = 0;
+};
+
+// Splits "host:port"; false when malformed or the port is out of range.
+bool splitHostPort(std::string_view address, std::string& host, uint16_t& port);
+
+}  // namespace switchyard::fleet

@@ -1,0 +1,58 @@
+// FleetSnapshot: an immutable view of the fleet that hot-path workers route against.
+//
+// Built by the FleetRegistry on the control thread whenever the fleet changes (discovery, reload),
+// and published whole; workers hold a shared_ptr to the one they use, so nothing in it changes
+// under them. Only the ReplicaState objects it points at carry live, atomic counters.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/clock.h"
+#include "fleet/replica_state.h"
+
+namespace switchyard::fleet {
+
+struct ReplicaEntry {
+  std::shared_ptr<ReplicaState> state;
+  std::map<std::string, std::string> labels;  // e.g. gpu: A100, engine: vllm
+  std::string_view gpu;                       // labels["gpu"], or "unknown"
+};
+
+// Per-model routing state that must persist across snapshots (round-robin cursor).
+struct alignas(64) ModelCursor {
+  std::atomic<uint64_t> next{0};
+};
+
+struct ModelEntry {
+  std::string name;
+  std::string routing_strategy;  // per-model default; empty means the gateway default
+  std::vector<ReplicaEntry> replicas;
+  std::shared_ptr<ModelCursor> cursor;
+};
+
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
+struct FleetSnapshot {
+  uint64_t version = 0;
+  TimeNs signal_max_age = 0;  // engine signals older than this are unknown
+  std::string default_strategy;  // used when neither the request nor the model names one
+  std::vector<ModelEntry> models;
+  std::unordered_map<std::string, size_t, StringHash, std::equal_to<>> model_index;
+
+  const ModelEntry* findModel(std::string_view name) const {
+    auto it = model_index.find(name);
+    return it == model_index.end() ? nullptr : &models[it->second];
+  }
+};
+
+}  // namespace switchyard::fleet

@@ -1,0 +1,68 @@
+// ReplicaState: the long-lived, mutable record of one engine replica.
+//
+// It outlives fleet snapshots: a config reload that keeps a replica keeps its ReplicaState, so
+// counters and in-flight accounting carry over. Hot-path workers change the counters with
+// relaxed atomics (each group on its own cache line); the telemetry scraper on the control thread
+// writes the engine signals. Readers may see signal fields from two consecutive scrapes mixed,
+// which is harmless for routing. Held by shared_ptr so a request in flight keeps its replica alive
+// across a reload that removes it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "core/clock.h"
+#include "fleet/engine_signals.h"
+
+namespace switchyard::fleet {
+
+struct alignas(64) ReplicaCounters {
+  std::atomic<int64_t> running{0};        // requests this gateway has in flight on the replica
+  std::atomic<int64_t> requests_total{0};  // requests routed to the replica
+  std::atomic<int64_t> output_tokens_total{0};
+  std::atomic<int64_t> input_tokens_total{0};
+  std::atomic<int64_t> upstream_errors_total{0};
+};
+
+class ReplicaState {
+ public:
+  ReplicaState(std::string name, std::string host, uint16_t port)
+      : name_(std::move(name)), host_(std::move(host)), port_(port) {}
+  ReplicaState(const ReplicaState&) = delete;
+  ReplicaState& operator=(const ReplicaState&) = delete;
+
+  const std::string& name() const { return name_; }  // "host:port" for static replicas
+  const std::string& host() const { return host_; }
+  uint16_t port() const { return port_; }
+
+  ReplicaCounters& counters() { return counters_; }
+  const ReplicaCounters& counters() const { return counters_; }
+
+  // Control thread: record the outcome of one telemetry scrape.
+  void storeSignals(const EngineSignals& signals, TimeNs read_at);
+  void markScrapeFailed(TimeNs at);
+
+  // Any thread: the last signals if they were read successfully no longer ago than `max_age`,
+  // else all-unknown. `age` receives the age of the last successful read (-1 if never), `fresh`
+  // whether the signals were usable.
+  EngineSignals signals(TimeNs now, TimeNs max_age, TimeNs* age = nullptr,
+                        bool* fresh = nullptr) const;
+  TimeNs lastScrapeFailureAt() const { return scrape_failed_at_.load(std::memory_order_relaxed); }
+
+ private:
+  const std::string name_;
+  const std::string host_;
+  const uint16_t port_;
+
+  ReplicaCounters counters_;
+
+  alignas(64) std::atomic<double> engine_running_{EngineSignals::kUnknown};
+  std::atomic<double> engine_waiting_{EngineSignals::kUnknown};
+  std::atomic<double> kv_usage_{EngineSignals::kUnknown};
+  std::atomic<TimeNs> signals_read_at_{-1};
+  std::atomic<bool> signals_valid_{false};
+  std::atomic<TimeNs> scrape_failed_at_{-1};
+};
+
+}  // namespace switchyard::fleet

@@ -1,0 +1,90 @@
+#include "gateway/admin_server.h"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include "http/listener.h"
+
+namespace switchyard::gateway {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+namespace {
+constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
+}
+
+struct AdminServer::Impl {
+  Impl(asio::io_context& io_in, const tcp::endpoint& listen)
+      : io(io_in), acceptor(switchyard::http::openAcceptor(io_in, listen, /*reuse_port=*/false)) {}
+  asio::io_context& io;
+  tcp::acceptor acceptor;
+  std::map<std::string, AdminHandler, std::less<>> handlers;
+
+  asio::awaitable<void> acceptLoop() {
+    for (;;) {
+      auto [ec, socket] = co_await acceptor.async_accept(kTuple);
+      if (ec) {
+        if (!acceptor.is_open()) co_return;
+        continue;
+      }
+      asio::co_spawn(io, serve(std::move(socket)), asio::detached);
+    }
+  }
+
+  asio::awaitable<void> serve(tcp::socket socket) {
+    beast::tcp_stream stream(std::move(socket));
+    beast::flat_buffer buffer;
+    for (;;) {
+      http::request<http::string_body> req;
+      stream.expires_after(std::chrono::seconds(30));
+      auto [ec, n] = co_await http::async_read(stream, buffer, req, kTuple);
+      if (ec) break;
+      const std::string_view target = req.target();
+      const std::string_view path = target.substr(0, target.find('?'));
+      AdminResponse out;
+      if (auto it = handlers.find(path); it != handlers.end()) {
+        out = it->second();
+      } else {
+        out.status = 404;
+        out.body = R"({"error":{"message":"no such admin endpoint","type":"invalid_request_error","param":null,"code":"not_found"}})";
+      }
+      http::response<http::string_body> res{static_cast<http::status>(out.status),
+                                            req.version()};
+      res.set(http::field::content_type, out.content_type);
+      res.set(http::field::cache_control, "no-store");
+      res.keep_alive(req.keep_alive());
+      res.body() = std::move(out.body);
+      res.prepare_payload();
+      auto [wec, wn] = co_await http::async_write(stream, res, kTuple);
+      if (wec || !req.keep_alive()) break;
+    }
+    boost::system::error_code ignored;
+    stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  }
+};
+
+AdminServer::AdminServer(asio::io_context& io, const tcp::endpoint& listen)
+    : impl_(std::make_unique<Impl>(io, listen)) {}
+AdminServer::~AdminServer() = default;
+
+void AdminServer::handle(std::string path, AdminHandler handler) {
+  impl_->handlers[std::move(path)] = std::move(handler);
+}
+
+uint16_t AdminServer::port() const { return impl_->acceptor.local_endpoint().port(); }
+
+void AdminServer::start() { asio::co_spawn(impl_->io, impl_->acceptLoop(), asio::detached); }
+
+void AdminServer::stop() {
+  boost::system::error_code ignored;
+  impl_->acceptor.close(ignored);
+}
+
+}  // namespace switchyard::gateway

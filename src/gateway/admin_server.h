@@ -1,0 +1,37 @@
+// AdminServer: the operator-facing listener (health, debug views). Runs on the control thread's
+// io_context, never on a hot-path worker. Handlers are plain functions from path to response so
+// later issues can add endpoints (metrics, decisions, dashboard) in one place.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+namespace switchyard::gateway {
+
+struct AdminResponse {
+  unsigned status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+};
+
+using AdminHandler = std::function<AdminResponse()>;
+
+class AdminServer {
+ public:
+  AdminServer(boost::asio::io_context& io, const boost::asio::ip::tcp::endpoint& listen);
+  ~AdminServer();
+  void handle(std::string path, AdminHandler handler);
+  uint16_t port() const;
+  void start();
+  void stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace switchyard::gateway

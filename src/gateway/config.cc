@@ -1,0 +1,203 @@
+#include "gateway/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "routing/strategy.h"
+
+namespace switchyard::gateway {
+namespace {
+
+void requireAddress(const std::string& address, const std::string& key) {
+  std::string host;
+  uint16_t port = 0;
+  if (!fleet::splitHostPort(address, host, port)) {
+    throw ConfigError(key + ": '" + address + "' is not host:port");
+  }
+}
+
+void requireStrategy(const std::string& name, const std::string& key) {
+  if (!name.empty() && routing::findStrategy(name) == nullptr) {
+    std::string known;
+    for (std::string_view n : routing::strategyNames()) known += (known.empty() ? "" : ", ") +
+                                                                 std::string(n);
+    throw ConfigError(key + ": unknown routing strategy '" + name + "' (known: " + known + ")");
+  }
+}
+
+template <typename T>
+T scalar(const YAML::Node& node, const std::string& key) {
+  try {
+    return node.as<T>();
+  } catch (const YAML::Exception&) {
+    throw ConfigError(key + ": wrong type");
+  }
+}
+
+TimeNs millis(const YAML::Node& node, const std::string& key) {
+  const double ms = scalar<double>(node, key);
+  if (!(ms > 0)) throw ConfigError(key + ": must be a positive number of milliseconds");
+  return static_cast<TimeNs>(ms * kNsPerMs);
+}
+
+void parseTimeouts(const YAML::Node& node, TimeoutsConfig& t) {
+  const std::pair<const char*, TimeNs*> fields[] = {
+      {"client_header_ms", &t.client_header},
+      {"client_idle_ms", &t.client_idle},
+      {"client_write_ms", &t.client_write},
+      {"upstream_connect_ms", &t.upstream_connect},
+      {"upstream_first_byte_ms", &t.upstream_first_byte},
+      {"upstream_idle_ms", &t.upstream_idle},
+      {"upstream_pool_idle_ms", &t.upstream_pool_idle},
+      {"shutdown_grace_ms", &t.shutdown_grace},
+  };
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const std::string key = it->first.as<std::string>();
+    bool known = false;
+    for (const auto& [name, field] : fields) {
+      if (key == name) {
+        *field = millis(it->second, "timeouts." + key);
+        known = true;
+      }
+    }
+    if (!known) throw ConfigError("timeouts." + key + ": unknown key");
+  }
+}
+
+fleet::ModelSpec parseModel(const YAML::Node& node, size_t index) {
+  const std::string where = "models[" + std::to_string(index) + "]";
+  if (!node.IsMap()) throw ConfigError(where + ": must be a mapping");
+  fleet::ModelSpec model;
+  if (!node["name"]) throw ConfigError(where + ".name: required");
+  model.name = scalar<std::string>(node["name"], where + ".name");
+  if (model.name.empty()) throw ConfigError(where + ".name: must not be empty");
+  if (node["routing_strategy"]) {
+    model.routing_strategy = scalar<std::string>(node["routing_strategy"],
+                                                 where + ".routing_strategy");
+    requireStrategy(model.routing_strategy, where + ".routing_strategy");
+  }
+  const YAML::Node replicas = node["replicas"];
+  if (replicas && !replicas.IsSequence()) throw ConfigError(where + ".replicas: must be a list");
+  std::set<std::string> seen;
+  for (size_t r = 0; replicas && r < replicas.size(); ++r) {
+    const std::string rwhere = where + ".replicas[" + std::to_string(r) + "]";
+    const YAML::Node rnode = replicas[r];
+    fleet::ReplicaSpec replica;
+    if (rnode.IsScalar()) {
+      replica.address = rnode.as<std::string>();
+    } else if (rnode.IsMap() && rnode["address"]) {
+      replica.address = scalar<std::string>(rnode["address"], rwhere + ".address");
+      if (const YAML::Node labels = rnode["labels"]) {
+        if (!labels.IsMap()) throw ConfigError(rwhere + ".labels: must be a mapping");
+        for (auto it = labels.begin(); it != labels.end(); ++it) {
+          replica.labels[it->first.as<std::string>()] =
+              scalar<std::string>(it->second, rwhere + ".labels");
+        }
+      }
+    } else {
+      throw ConfigError(rwhere + ": needs an address");
+    }
+    requireAddress(replica.address, rwhere + ".address");
+    if (!seen.insert(replica.address).second) {
+      throw ConfigError(rwhere + ": duplicate address " + replica.address);
+    }
+    model.replicas.push_back(std::move(replica));
+  }
+  return model;
+}
+
+GatewayConfig parseNode(const YAML::Node& root) {
+  GatewayConfig config;
+  if (!root || root.IsNull()) throw ConfigError("empty configuration");
+  if (!root.IsMap()) throw ConfigError("top level must be a mapping");
+  static const std::set<std::string> kKnown = {"listen", "admin_listen", "workers", "routing",
+                                               "telemetry", "limits", "timeouts", "models",
+                                               "reload_poll_interval_ms"};
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    const std::string key = it->first.as<std::string>();
+    if (!kKnown.count(key)) throw ConfigError(key + ": unknown key");
+  }
+  if (root["listen"]) config.listen = scalar<std::string>(root["listen"], "listen");
+  if (root["admin_listen"]) {
+    config.admin_listen = scalar<std::string>(root["admin_listen"], "admin_listen");
+  }
+  if (root["workers"]) config.workers = scalar<int>(root["workers"], "workers");
+  if (config.workers < 0) throw ConfigError("workers: must be >= 0");
+  if (const YAML::Node routing = root["routing"]) {
+    if (routing["default_strategy"]) {
+      config.default_strategy =
+          scalar<std::string>(routing["default_strategy"], "routing.default_strategy");
+    }
+  }
+  if (const YAML::Node telemetry = root["telemetry"]) {
+    if (telemetry["scrape_interval_ms"]) {
+      config.scrape_interval =
+          millis(telemetry["scrape_interval_ms"], "telemetry.scrape_interval_ms");
+    }
+  }
+  if (root["reload_poll_interval_ms"]) {
+    config.reload_poll_interval =
+        millis(root["reload_poll_interval_ms"], "reload_poll_interval_ms");
+  }
+  if (const YAML::Node limits = root["limits"]) {
+    if (limits["max_body_bytes"]) {
+      const int64_t bytes = scalar<int64_t>(limits["max_body_bytes"], "limits.max_body_bytes");
+      if (bytes <= 0) throw ConfigError("limits.max_body_bytes: must be positive");
+      config.max_body_bytes = static_cast<size_t>(bytes);
+    }
+  }
+  if (const YAML::Node timeouts = root["timeouts"]) parseTimeouts(timeouts, config.timeouts);
+  const YAML::Node models = root["models"];
+  if (models && !models.IsSequence()) throw ConfigError("models: must be a list");
+  std::set<std::string> names;
+  for (size_t i = 0; models && i < models.size(); ++i) {
+    fleet::ModelSpec model = parseModel(models[i], i);
+    if (!names.insert(model.name).second) throw ConfigError("duplicate model " + model.name);
+    config.models.push_back(std::move(model));
+  }
+  return config;
+}
+
+void validate(const GatewayConfig& config) {
+  requireAddress(config.listen, "listen");
+  requireAddress(config.admin_listen, "admin_listen");
+  if (config.default_strategy.empty()) throw ConfigError("routing.default_strategy: empty");
+  requireStrategy(config.default_strategy, "routing.default_strategy");
+}
+
+}  // namespace
+
+GatewayConfig parseConfig(const std::string& yaml_text) {
+  GatewayConfig config;
+  try {
+    config = parseNode(YAML::Load(yaml_text));
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(std::string("invalid YAML: ") + e.what());
+  }
+  validate(config);
+  return config;
+}
+
+GatewayConfig loadConfigFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError("cannot read " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  GatewayConfig config = parseConfig(text.str());
+  applyEnvironment(config);
+  validate(config);
+  return config;
+}
+
+void applyEnvironment(GatewayConfig& config) {
+  if (const char* v = std::getenv("SWITCHYARD_LISTEN")) config.listen = v;
+  if (const char* v = std::getenv("SWITCHYARD_ADMIN_LISTEN")) config.admin_listen = v;
+  if (const char* v = std::getenv("SWITCHYARD_DEFAULT_STRATEGY")) config.default_strategy = v;
+  if (const char* v = std::getenv("SWITCHYARD_WORKERS")) config.workers = std::atoi(v);
+}
+
+}  // namespace switchyard::gateway

@@ -1,0 +1,54 @@
+// GatewayConfig: the gateway's YAML configuration, validated at load time.
+//
+// loadConfig() throws ConfigError with a message naming the offending key; it runs at start-up
+// and on reload (control thread), never on the request path. Environment variables override the
+// file: SWITCHYARD_LISTEN, SWITCHYARD_ADMIN_LISTEN, SWITCHYARD_DEFAULT_STRATEGY,
+// SWITCHYARD_WORKERS. See docs/configuration.md.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/clock.h"
+#include "fleet/fleet_registry.h"
+
+namespace switchyard::gateway {
+
+struct ConfigError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct TimeoutsConfig {
+  TimeNs client_header = 30 * kNsPerSec;      // reading a request's headers and body
+  TimeNs client_idle = 75 * kNsPerSec;        // keep-alive between client requests
+  TimeNs client_write = 60 * kNsPerSec;       // one write to a slow client
+  TimeNs upstream_connect = 3 * kNsPerSec;
+  TimeNs upstream_first_byte = 600 * kNsPerSec;  // long: non-streamed generations arrive whole
+  TimeNs upstream_idle = 120 * kNsPerSec;        // between two pieces of a response
+  TimeNs upstream_pool_idle = 4 * kNsPerSec;  // below engines' 5 s keep-alive, so pooled
+                                              // connections are closed before the engine does
+  TimeNs shutdown_grace = 30 * kNsPerSec;
+};
+
+struct GatewayConfig {
+  std::string listen = "127.0.0.1:8888";
+  std::string admin_listen = "127.0.0.1:8889";
+  int workers = 0;  // 0: one per core
+  std::string default_strategy = "least-request";
+  TimeNs scrape_interval = 100 * kNsPerMs;
+  TimeNs reload_poll_interval = 1 * kNsPerSec;
+  size_t max_body_bytes = 8u << 20;
+  TimeoutsConfig timeouts;
+  std::vector<fleet::ModelSpec> models;
+
+  // Engine signals older than this are unknown (three scrape intervals).
+  TimeNs signalMaxAge() const { return 3 * scrape_interval; }
+};
+
+GatewayConfig loadConfigFile(const std::string& path);
+GatewayConfig parseConfig(const std::string& yaml_text);  // for tests
+void applyEnvironment(GatewayConfig& config);
+
+}  // namespace switchyard::gateway

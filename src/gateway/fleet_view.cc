@@ -1,0 +1,88 @@
+#include "gateway/fleet_view.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "api/openai_error.h"
+
+namespace switchyard::gateway {
+namespace {
+
+void appendString(std::string& out, std::string_view value) {
+  out.push_back('"');
+  api::appendJsonEscaped(out, value);
+  out.push_back('"');
+}
+
+// Unknown signals are JSON null, never 0: an absent reading is not an idle replica.
+void appendSignal(std::string& out, std::string_view key, double value) {
+  fmt::format_to(std::back_inserter(out), "\"{}\":", key);
+  if (std::isnan(value)) {
+    out.append("null");
+  } else {
+    fmt::format_to(std::back_inserter(out), "{}", value);
+  }
+}
+
+}  // namespace
+
+std::string renderFleetJson(const fleet::FleetSnapshot& snapshot, TimeNs now) {
+  std::string out;
+  fmt::format_to(std::back_inserter(out),
+                 R"({{"version":{},"default_strategy":)", snapshot.version);
+  appendString(out, snapshot.default_strategy);
+  fmt::format_to(std::back_inserter(out), R"(,"signal_max_age_ms":{},"models":[)",
+                 snapshot.signal_max_age / kNsPerMs);
+  for (size_t m = 0; m < snapshot.models.size(); ++m) {
+    const fleet::ModelEntry& model = snapshot.models[m];
+    if (m) out.push_back(',');
+    out.append(R"({"name":)");
+    appendString(out, model.name);
+    out.append(R"(,"routing_strategy":)");
+    appendString(out, model.routing_strategy);
+    out.append(R"(,"replicas":[)");
+    for (size_t r = 0; r < model.replicas.size(); ++r) {
+      const fleet::ReplicaEntry& replica = model.replicas[r];
+      const fleet::ReplicaCounters& c = replica.state->counters();
+      if (r) out.push_back(',');
+      out.append(R"({"name":)");
+      appendString(out, replica.state->name());
+      out.append(R"(,"labels":{)");
+      bool first = true;
+      for (const auto& [key, value] : replica.labels) {
+        if (!first) out.push_back(',');
+        first = false;
+        appendString(out, key);
+        out.push_back(':');
+        appendString(out, value);
+      }
+      fmt::format_to(std::back_inserter(out),
+                     R"(}},"running":{},"requests_total":{},"output_tokens_total":{},)"
+                     R"("input_tokens_total":{},"upstream_errors_total":{},"signals":{{)",
+                     c.running.load(), c.requests_total.load(), c.output_tokens_total.load(),
+                     c.input_tokens_total.load(), c.upstream_errors_total.load());
+      TimeNs age = -1;
+      bool fresh = false;
+      const fleet::EngineSignals signals =
+          replica.state->signals(now, snapshot.signal_max_age, &age, &fresh);
+      appendSignal(out, "running", signals.running);
+      out.push_back(',');
+      appendSignal(out, "waiting", signals.waiting);
+      out.push_back(',');
+      appendSignal(out, "kv_usage", signals.kv_usage);
+      fmt::format_to(std::back_inserter(out), R"(,"fresh":{},"age_ms":)", fresh);
+      if (age < 0) {
+        out.append("null");
+      } else {
+        fmt::format_to(std::back_inserter(out), "{}", age / kNsPerMs);
+      }
+      out.append("}}");
+    }
+    out.append("]}");
+  }
+  out.append("]}");
+  return out;
+}
+
+}  // namespace switchyard::gateway

@@ -1,0 +1,216 @@
+#include "gateway/gateway.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <cstdio>
+#include <thread>
+
+#include "fleet/fleet_registry.h"
+#include "fleet/telemetry_scraper.h"
+#include "gateway/admin_server.h"
+#include "gateway/fleet_view.h"
+#include "gateway/worker.h"
+#include "http/listener.h"
+
+namespace switchyard::gateway {
+namespace {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+struct FileStamp {
+  int64_t mtime_ns = -1;
+  int64_t size = -1;
+  bool operator==(const FileStamp&) const = default;
+};
+
+FileStamp stampOf(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return {};
+  return {static_cast<int64_t>(st.st_mtim.tv_sec) * kNsPerSec + st.st_mtim.tv_nsec,
+          static_cast<int64_t>(st.st_size)};
+}
+
+size_t replicaCount(const GatewayConfig& config) {
+  size_t n = 0;
+  for (const auto& model : config.models) n += model.replicas.size();
+  return n;
+}
+
+class ControlPlane {
+ public:
+  ControlPlane(const GatewayOptions& options, GatewayConfig config)
+      : options_(options),
+        config_(std::move(config)),
+        scraper_(io_, SteadyClock::instance(), config_.scrape_interval),
+        signals_(io_, SIGTERM, SIGINT, SIGHUP),
+        reload_timer_(io_),
+        shutdown_timer_(io_) {}
+
+  int run() {
+    registry_.apply(config_.models, config_.signalMaxAge(), config_.default_strategy);
+    stamp_ = stampOf(options_.config_path);
+
+    const int worker_count = config_.workers > 0
+                                 ? config_.workers
+                                 : std::max(1u, std::thread::hardware_concurrency());
+    tcp::endpoint listen = http::resolveListenAddress(config_.listen);
+    for (int i = 0; i < worker_count; ++i) {
+      workers_.push_back(std::make_unique<Worker>(i, config_, registry_, listen));
+      // Port 0 means "any": the first worker gets one, the others share it (SO_REUSEPORT).
+      if (i == 0) listen.port(workers_[0]->port());
+    }
+    admin_ = std::make_unique<AdminServer>(io_, http::resolveListenAddress(config_.admin_listen));
+    registerAdminEndpoints();
+    admin_->start();
+    scraper_.sync(registry_.replicas());
+    waitForSignal();
+    scheduleReloadPoll();
+
+    std::printf("listening %s:%u %s:%u\n", listen.address().to_string().c_str(), listen.port(),
+                listen.address().to_string().c_str(), admin_->port());
+    std::fflush(stdout);
+    spdlog::info("gateway: {} workers on {}:{}, admin on port {}, {} models, {} replicas",
+                 worker_count, listen.address().to_string(), listen.port(), admin_->port(),
+                 config_.models.size(), replicaCount(config_));
+
+    for (auto& worker : workers_) threads_.emplace_back([w = worker.get()] { w->run(); });
+    io_.run();
+    for (auto& worker : workers_) worker->stop();
+    for (auto& thread : threads_) thread.join();
+    spdlog::info("gateway: stopped");
+    return 0;
+  }
+
+ private:
+  void registerAdminEndpoints() {
+    admin_->handle("/healthz", [this] {
+      return AdminResponse{shutting_down_ ? 503u : 200u, "application/json",
+                           shutting_down_ ? R"({"status":"draining"})" : R"({"status":"ok"})"};
+    });
+    admin_->handle("/debug/fleet", [this] {
+      const auto snapshot = registry_.latest();
+      return AdminResponse{200, "application/json",
+                           renderFleetJson(*snapshot, SteadyClock::instance().now())};
+    });
+  }
+
+  void waitForSignal() {
+    signals_.async_wait([this](const boost::system::error_code& ec, int signal) {
+      if (ec) return;
+      if (signal == SIGHUP) {
+        spdlog::info("gateway: SIGHUP, reloading {}", options_.config_path);
+        reload();
+        waitForSignal();
+        return;
+      }
+      beginShutdown();
+    });
+  }
+
+  void scheduleReloadPoll() {
+    reload_timer_.expires_after(std::chrono::nanoseconds(config_.reload_poll_interval));
+    reload_timer_.async_wait([this](const boost::system::error_code& ec) {
+      if (ec || shutting_down_) return;
+      const FileStamp now = stampOf(options_.config_path);
+      if (!(now == stamp_)) {
+        stamp_ = now;
+        spdlog::info("gateway: {} changed, reloading", options_.config_path);
+        reload();
+      }
+      scheduleReloadPoll();
+    });
+  }
+
+  void reload() {
+    GatewayConfig next;
+    try {
+      next = loadConfigFile(options_.config_path);
+    } catch (const std::exception& e) {
+      // The running fleet stays: a bad edit must never take the gateway's routes away.
+      spdlog::error("gateway: reload rejected, keeping the current fleet: {}", e.what());
+      return;
+    }
+    if (next.listen != config_.listen || next.admin_listen != config_.admin_listen ||
+        next.workers != config_.workers) {
+      spdlog::warn("gateway: listen addresses and workers change only on restart");
+    }
+    registry_.apply(next.models, next.signalMaxAge(), next.default_strategy);
+    scraper_.setInterval(next.scrape_interval);
+    scraper_.sync(registry_.replicas());
+    spdlog::info("gateway: reloaded: {} models, {} replicas", next.models.size(),
+                 replicaCount(next));
+    config_.models = next.models;
+    config_.default_strategy = next.default_strategy;
+  }
+
+  void beginShutdown() {
+    if (shutting_down_) return;
+    shutting_down_ = true;
+    spdlog::info("gateway: shutting down, waiting for requests in flight");
+    for (auto& worker : workers_) worker->beginShutdown();
+    reload_timer_.cancel();
+    shutdown_deadline_ = SteadyClock::instance().now() + config_.timeouts.shutdown_grace;
+    pollDrained();
+  }
+
+  void pollDrained() {
+    int64_t inflight = 0;
+    for (auto& worker : workers_) inflight += worker->inflight();
+    if (inflight == 0 || SteadyClock::instance().now() >= shutdown_deadline_) {
+      if (inflight > 0) spdlog::warn("gateway: grace period over, {} requests cut", inflight);
+      scraper_.stopAll();
+      admin_->stop();
+      signals_.cancel();
+      io_.stop();
+      return;
+    }
+    shutdown_timer_.expires_after(std::chrono::milliseconds(20));
+    shutdown_timer_.async_wait([this](const boost::system::error_code& ec) {
+      if (!ec) pollDrained();
+    });
+  }
+
+  const GatewayOptions& options_;
+  GatewayConfig config_;
+  asio::io_context io_{1};
+  fleet::FleetRegistry registry_;
+  fleet::TelemetryScraper scraper_;
+  asio::signal_set signals_;
+  asio::steady_timer reload_timer_;
+  asio::steady_timer shutdown_timer_;
+  std::unique_ptr<AdminServer> admin_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::vector<std::thread> threads_;
+  FileStamp stamp_;
+  bool shutting_down_ = false;
+  TimeNs shutdown_deadline_ = 0;
+};
+
+}  // namespace
+
+int runGateway(const GatewayOptions& options) {
+  GatewayConfig config;
+  try {
+    config = loadConfigFile(options.config_path);
+    if (!options.listen_override.empty()) config.listen = options.listen_override;
+    if (!options.admin_listen_override.empty()) {
+      config.admin_listen = options.admin_listen_override;
+    }
+  } catch (const std::exception& e) {
+    spdlog::error("gateway: {}", e.what());
+    return 2;
+  }
+  try {
+    ControlPlane control(options, std::move(config));
+    return control.run();
+  } catch (const std::exception& e) {
+    spdlog::error("gateway: {}", e.what());
+    return 1;
+  }
+}
+
+}  // namespace switchyard::gateway

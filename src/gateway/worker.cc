@@ -1,0 +1,552 @@
+// The request path. Every client connection is one coroutine on its worker's io_context:
+// read (with size and time limits) -> inspect the body once -> look up the model -> route ->
+// forward the body byte for byte -> relay the response piece by piece -> account.
+// Responses are relayed, not re-serialised: the client head is written once from a reused
+// buffer, and each upstream piece goes out as it arrives (chunk-framed when the length is not
+// known), so a stream reaches the client token by token.
+#include "gateway/worker.h"
+
+#include <simdjson.h>
+#include <spdlog/spdlog.h>
+
+#include <array>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <optional>
+
+#include "api/openai_error.h"
+#include "api/request_inspector.h"
+#include "api/usage_scanner.h"
+#include "gateway/upstream_pool.h"
+#include "http/listener.h"
+#include "routing/router.h"
+
+namespace switchyard::gateway {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
+
+constexpr size_t kHeaderLimit = 64 * 1024;
+constexpr size_t kPieceSize = 32 * 1024;
+constexpr uint64_t kUpstreamBodyLimit = uint64_t{4} << 30;
+
+std::chrono::nanoseconds asDuration(TimeNs ns) { return std::chrono::nanoseconds(ns); }
+
+bool isHopByHop(http::field f) {
+  switch (f) {
+    case http::field::connection:
+    case http::field::keep_alive:
+    case http::field::transfer_encoding:
+    case http::field::content_length:
+    case http::field::te:
+    case http::field::trailer:
+    case http::field::upgrade:
+    case http::field::proxy_authorization:
+    case http::field::proxy_connection:
+    case http::field::host:
+    case http::field::expect:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void appendHeader(std::string& out, std::string_view name, std::string_view value) {
+  out.append(name).append(": ").append(value).append("\r\n");
+}
+
+void appendStatusLine(std::string& out, unsigned status) {
+  out.append("HTTP/1.1 ");
+  out.append(std::to_string(status));
+  out.push_back(' ');
+  out.append(http::obsolete_reason(static_cast<http::status>(status)));
+  out.append("\r\n");
+}
+
+enum class ForwardResult {
+  kDone,                 // the response was relayed
+  kFailedBeforeSending,  // upstream failed and nothing reached the client: may fail over
+  kAborted,              // failed after bytes reached the client, or the client went away
+};
+
+// Per-connection state, allocated once per client connection and reused by its requests.
+struct ClientConnection {
+  explicit ClientConnection(tcp::socket socket) : stream(std::move(socket)) {}
+  beast::tcp_stream stream;
+  beast::flat_buffer buffer;
+  beast::flat_buffer upstream_buffer;
+  std::string head;           // response head or upstream request head
+  std::string aux;            // error bodies
+  std::unique_ptr<char[]> piece{new char[kPieceSize]};
+  char generated_id[17] = {};
+};
+
+}  // namespace
+
+struct Worker::Impl {
+  Impl(int index_in, const GatewayConfig& config_in, const fleet::FleetRegistry& registry,
+       const tcp::endpoint& listen)
+      : index(index_in),
+        config(config_in),
+        io(1),
+        acceptor(switchyard::http::openAcceptor(io, listen, /*reuse_port=*/true)),
+        snapshots(registry),
+        pool(config_in.timeouts.upstream_pool_idle),
+        rng(0x5EED0000u + static_cast<uint64_t>(index_in) * 7919u +
+            static_cast<uint64_t>(SteadyClock::instance().now())),
+        sweep_timer(io) {}
+
+  int index;
+  const GatewayConfig config;  // a copy: the control thread edits its own on reload
+  asio::io_context io;
+  tcp::acceptor acceptor;
+  fleet::SnapshotCache snapshots;
+  UpstreamPool pool;
+  api::RequestInspector inspector;
+  routing::RoutingScratch scratch;
+  Rng rng;
+  asio::steady_timer sweep_timer;
+  std::atomic<int64_t> inflight{0};
+  std::atomic<bool> stopping{false};
+
+  TimeNs now() const { return SteadyClock::instance().now(); }
+
+  asio::awaitable<void> acceptLoop();
+  asio::awaitable<void> sweepLoop();
+  asio::awaitable<void> serve(tcp::socket socket);
+  asio::awaitable<bool> handle(ClientConnection& conn, http::request<http::string_body>& req);
+  asio::awaitable<bool> proxy(ClientConnection& conn, http::request<http::string_body>& req,
+                              bool keep_alive);
+  asio::awaitable<ForwardResult> forward(ClientConnection& conn,
+                                         http::request<http::string_body>& req,
+                                         const std::shared_ptr<fleet::ReplicaState>& replica,
+                                         std::string_view strategy, std::string_view request_id,
+                                         bool generated_id, bool keep_alive);
+  asio::awaitable<bool> sendError(ClientConnection& conn, unsigned status,
+                                  std::string_view message, std::string_view type,
+                                  std::string_view code, std::string_view param,
+                                  std::string_view request_id, bool keep_alive);
+  asio::awaitable<bool> sendJson(ClientConnection& conn, unsigned status, std::string_view body,
+                                 std::string_view request_id, bool keep_alive);
+  asio::awaitable<UpstreamPool::Stream> connect(const fleet::ReplicaState& replica);
+};
+
+asio::awaitable<void> Worker::Impl::acceptLoop() {
+  for (;;) {
+    auto [ec, socket] = co_await acceptor.async_accept(kTuple);
+    if (ec) {
+      if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
+      // Out of descriptors or a transient error: keep serving the connections we have.
+      spdlog::warn("worker {}: accept failed: {}", index, ec.message());
+      asio::steady_timer pause(io, std::chrono::milliseconds(50));
+      co_await pause.async_wait(kTuple);
+      continue;
+    }
+    asio::co_spawn(io, serve(std::move(socket)), asio::detached);
+  }
+}
+
+asio::awaitable<void> Worker::Impl::sweepLoop() {
+  while (!stopping.load(std::memory_order_relaxed)) {
+    sweep_timer.expires_after(std::chrono::seconds(1));
+    auto [ec] = co_await sweep_timer.async_wait(kTuple);
+    if (ec) co_return;
+    pool.sweep(now());
+  }
+}
+
+asio::awaitable<void> Worker::Impl::serve(tcp::socket socket) {
+  boost::system::error_code ignored;
+  socket.set_option(tcp::no_delay(true), ignored);
+  ClientConnection conn(std::move(socket));
+  bool first = true;
+  for (;;) {
+    http::request_parser<http::string_body> parser;
+    parser.header_limit(kHeaderLimit);
+    parser.body_limit(config.max_body_bytes);
+    conn.stream.expires_after(
+        asDuration(first ? config.timeouts.client_header : config.timeouts.client_idle));
+    first = false;
+    auto [ec, n] = co_await http::async_read_header(conn.stream, conn.buffer, parser, kTuple);
+    if (!ec && !parser.is_done()) {
+      conn.stream.expires_after(asDuration(config.timeouts.client_header));
+      auto& req = parser.get();
+      if (beast::iequals(req[http::field::expect], "100-continue")) {
+        static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+        auto [wec, wn] = co_await asio::async_write(conn.stream, asio::buffer(kContinue), kTuple);
+        if (wec) break;
+      }
+      std::tie(ec, n) = co_await http::async_read(conn.stream, conn.buffer, parser, kTuple);
+    }
+    if (ec == http::error::body_limit) {
+      const std::string message = "request body is larger than the limit of " +
+                                  std::to_string(config.max_body_bytes) + " bytes";
+      co_await sendError(conn, 413, message, "invalid_request_error", "request_too_large", "",
+                         "", false);
+      break;
+    }
+    if (ec == http::error::header_limit) {
+      co_await sendError(conn, 431, "request headers are too large", "invalid_request_error",
+                         "", "", "", false);
+      break;
+    }
+    if (ec) {
+      // End of stream, timeout or a reset: nothing to answer. A syntax error gets a 400.
+      if (ec.category() == http::make_error_code(http::error::bad_version).category() &&
+          ec != http::error::end_of_stream && ec != http::error::partial_message) {
+        co_await sendError(conn, 400, "malformed HTTP request", "invalid_request_error", "", "",
+                           "", false);
+      }
+      break;
+    }
+    inflight.fetch_add(1, std::memory_order_relaxed);
+    bool keep_alive = false;
+    try {
+      keep_alive = co_await handle(conn, parser.get());
+    } catch (const std::exception& e) {
+      // Defensive: the request path reports failures as values; anything thrown is a bug, and
+      // it costs this connection, never the worker.
+      spdlog::error("worker {}: request failed: {}", index, e.what());
+      keep_alive = false;
+    }
+    inflight.fetch_sub(1, std::memory_order_relaxed);
+    if (!keep_alive || stopping.load(std::memory_order_relaxed)) break;
+  }
+  conn.stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  conn.stream.socket().close(ignored);
+}
+
+asio::awaitable<bool> Worker::Impl::handle(ClientConnection& conn,
+                                           http::request<http::string_body>& req) {
+  const bool keep_alive = req.keep_alive() && !stopping.load(std::memory_order_relaxed);
+  std::string_view target = req.target();
+  const std::string_view path = target.substr(0, target.find('?'));
+  if (path == "/v1/chat/completions" || path == "/v1/completions" || path == "/v1/embeddings") {
+    if (req.method() != http::verb::post) {
+      co_return co_await sendError(conn, 405, "use POST for this endpoint",
+                                   "invalid_request_error", "method_not_allowed", "", "",
+                                   keep_alive);
+    }
+    co_return co_await proxy(conn, req, keep_alive);
+  }
+  if (path == "/v1/models") {
+    if (req.method() != http::verb::get) {
+      co_return co_await sendError(conn, 405, "use GET for this endpoint",
+                                   "invalid_request_error", "method_not_allowed", "", "",
+                                   keep_alive);
+    }
+    const auto snapshot = snapshots.get();
+    conn.aux.assign(R"({"object":"list","data":[)");
+    for (size_t i = 0; snapshot && i < snapshot->models.size(); ++i) {
+      if (i) conn.aux.push_back(',');
+      conn.aux.append(R"({"id":")");
+      api::appendJsonEscaped(conn.aux, snapshot->models[i].name);
+      conn.aux.append(R"(","object":"model","created":0,"owned_by":"switchyard"})");
+    }
+    conn.aux.append("]}");
+    const std::string body = std::move(conn.aux);
+    co_return co_await sendJson(conn, 200, body, "", keep_alive);
+  }
+  co_return co_await sendError(conn, 404, "no route for " + std::string(path),
+                               "invalid_request_error", "not_found", "", "", keep_alive);
+}
+
+asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn,
+                                          http::request<http::string_body>& req,
+                                          bool keep_alive) {
+  // Request id: the client's, or a fresh one that is also sent upstream.
+  std::string_view request_id = req["x-request-id"];
+  const bool generated_id = request_id.empty();
+  if (generated_id) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    uint64_t bits = rng.next();
+    for (int i = 0; i < 16; ++i) conn.generated_id[i] = kHex[(bits >> (i * 4)) & 0xF];
+    request_id = std::string_view(conn.generated_id, 16);
+  }
+
+  std::string& body = req.body();
+  // simdjson reads up to SIMDJSON_PADDING bytes past the end: reserve them instead of copying.
+  body.reserve(body.size() + simdjson::SIMDJSON_PADDING);
+  api::InspectedRequest info;
+  const api::InspectError inspect_error =
+      inspector.inspect(body.data(), body.size(), body.capacity(), info);
+  if (inspect_error != api::InspectError::kNone) {
+    co_return co_await sendError(conn, 400, inspector.errorMessage(), "invalid_request_error",
+                                 "", inspect_error == api::InspectError::kMissingModel ? "model"
+                                                                                       : "",
+                                 request_id, keep_alive);
+  }
+
+  const std::shared_ptr<const fleet::FleetSnapshot> snapshot = snapshots.get();
+  const fleet::ModelEntry* model = snapshot ? snapshot->findModel(info.model) : nullptr;
+  if (model == nullptr) {
+    co_return co_await sendError(
+        conn, 404, "The model `" + std::string(info.model) + "` does not exist.",
+        "invalid_request_error", "model_not_found", "model", request_id, keep_alive);
+  }
+
+  std::string_view strategy_name = req["routing-strategy"];
+  if (strategy_name.empty()) strategy_name = model->routing_strategy;
+  if (strategy_name.empty()) strategy_name = snapshot->default_strategy;
+  const routing::Strategy* strategy = routing::findStrategy(strategy_name);
+  if (strategy == nullptr) {
+    co_return co_await sendError(
+        conn, 400, "unknown routing strategy '" + std::string(strategy_name) + "'",
+        "invalid_request_error", "invalid_routing_strategy", "routing-strategy", request_id,
+        keep_alive);
+  }
+
+  routing::RouteRequest route_request{strategy, now(), -1};
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const routing::Decision decision =
+        routing::route(*snapshot, *model, route_request, rng, scratch);
+    if (decision.chosen < 0) break;
+    const std::shared_ptr<fleet::ReplicaState>& replica = model->replicas[decision.chosen].state;
+    const ForwardResult result = co_await forward(conn, req, replica, strategy->name(),
+                                                  request_id, generated_id, keep_alive);
+    if (result == ForwardResult::kDone) co_return keep_alive;
+    if (result == ForwardResult::kAborted) co_return false;
+    // Nothing reached the client yet: try one other replica.
+    route_request.exclude_replica = decision.chosen;
+    route_request.now = now();
+  }
+  if (model->replicas.empty()) {
+    co_return co_await sendError(conn, 503, "no replica serves this model", "server_error",
+                                 "no_replica", "", request_id, keep_alive);
+  }
+  co_return co_await sendError(conn, 502, "the model's replicas could not be reached",
+                               "server_error", "upstream_unavailable", "", request_id,
+                               keep_alive);
+}
+
+asio::awaitable<UpstreamPool::Stream> Worker::Impl::connect(const fleet::ReplicaState& replica) {
+  auto owned = std::make_unique<beast::tcp_stream>(io);
+  beast::tcp_stream& stream = *owned;
+  stream.expires_after(asDuration(config.timeouts.upstream_connect));
+  boost::system::error_code ec;
+  const auto address = asio::ip::make_address(replica.host(), ec);
+  if (!ec) {
+    std::tie(ec) = co_await stream.async_connect(tcp::endpoint(address, replica.port()), kTuple);
+  } else {
+    tcp::resolver resolver(io);
+    auto [rec, results] =
+        co_await resolver.async_resolve(replica.host(), std::to_string(replica.port()), kTuple);
+    ec = rec;
+    if (!ec) std::tie(ec, std::ignore) = co_await stream.async_connect(results, kTuple);
+  }
+  if (ec) co_return nullptr;
+  boost::system::error_code ignored;
+  stream.socket().set_option(tcp::no_delay(true), ignored);
+  co_return owned;
+}
+
+asio::awaitable<ForwardResult> Worker::Impl::forward(
+    ClientConnection& conn, http::request<http::string_body>& req,
+    const std::shared_ptr<fleet::ReplicaState>& replica, std::string_view strategy,
+    std::string_view request_id, bool generated_id, bool keep_alive) {
+  fleet::ReplicaCounters& counters = replica->counters();
+  counters.running.fetch_add(1, std::memory_order_relaxed);
+  counters.requests_total.fetch_add(1, std::memory_order_relaxed);
+  struct RunningGuard {
+    fleet::ReplicaCounters& c;
+    ~RunningGuard() { c.running.fetch_sub(1, std::memory_order_relaxed); }
+  } running_guard{counters};
+
+  // The upstream request head: the client's end-to-end headers, our framing.
+  std::string& head = conn.head;
+  head.clear();
+  head.append(http::to_string(req.method())).push_back(' ');
+  head.append(req.target()).append(" HTTP/1.1\r\n");
+  appendHeader(head, "Host", replica->name());
+  for (const auto& field : req) {
+    if (isHopByHop(field.name())) continue;
+    appendHeader(head, field.name_string(), field.value());
+  }
+  appendHeader(head, "Content-Length", std::to_string(req.body().size()));
+  if (generated_id) appendHeader(head, "x-request-id", request_id);
+  head.append("\r\n");
+
+  UpstreamPool::Stream upstream = pool.take(replica.get(), now());
+  std::optional<http::response_parser<http::buffer_body>> parser;
+  for (int tries = 0;; ++tries) {
+    const bool reused = upstream != nullptr;
+    if (!upstream) {
+      upstream = co_await connect(*replica);
+      if (!upstream) {
+        counters.upstream_errors_total.fetch_add(1, std::memory_order_relaxed);
+        spdlog::warn("request {}: cannot connect to {}", request_id, replica->name());
+        co_return ForwardResult::kFailedBeforeSending;
+      }
+    }
+    upstream->expires_after(asDuration(config.timeouts.upstream_first_byte));
+    const std::array<asio::const_buffer, 2> request_buffers = {asio::buffer(head),
+                                                               asio::buffer(req.body())};
+    auto [wec, wn] = co_await asio::async_write(*upstream, request_buffers, kTuple);
+    boost::system::error_code ec = wec;
+    conn.upstream_buffer.clear();
+    if (!ec) {
+      parser.emplace();
+      parser->body_limit(kUpstreamBodyLimit);
+      std::tie(ec, std::ignore) =
+          co_await http::async_read_header(*upstream, conn.upstream_buffer, *parser, kTuple);
+    }
+    if (!ec) break;
+    upstream.reset();
+    // A pooled connection the engine closed in the meantime fails this way: retry once on a
+    // fresh connection before calling the replica failed.
+    if (reused && tries == 0) continue;
+    counters.upstream_errors_total.fetch_add(1, std::memory_order_relaxed);
+    spdlog::warn("request {}: {} failed before responding: {}", request_id, replica->name(),
+                 ec.message());
+    co_return ForwardResult::kFailedBeforeSending;
+  }
+
+  auto& response = parser->get();
+  const unsigned status = response.result_int();
+  if (status >= 500) counters.upstream_errors_total.fetch_add(1, std::memory_order_relaxed);
+  const boost::optional<uint64_t> content_length = parser->content_length();
+  const bool chunk_to_client = !content_length.has_value();
+
+  head.clear();
+  appendStatusLine(head, status);
+  for (const auto& field : response) {
+    if (isHopByHop(field.name())) continue;
+    appendHeader(head, field.name_string(), field.value());
+  }
+  appendHeader(head, "x-request-id", request_id);
+  appendHeader(head, "routing-strategy", strategy);
+  appendHeader(head, "target-pod", replica->name());
+  if (chunk_to_client) {
+    appendHeader(head, "Transfer-Encoding", "chunked");
+  } else {
+    appendHeader(head, "Content-Length", std::to_string(*content_length));
+  }
+  if (!keep_alive) appendHeader(head, "Connection", "close");
+  head.append("\r\n");
+
+  const bool event_stream =
+      beast::iequals(response[http::field::content_type].substr(0, 17), "text/event-stream");
+  api::UsageScanner scanner(event_stream ? api::UsageScanner::Mode::kSse
+                                         : api::UsageScanner::Mode::kJson);
+  bool head_sent = false;
+  char chunk_prefix[24];
+  static constexpr std::string_view kCrlf = "\r\n";
+  static constexpr std::string_view kLastChunk = "0\r\n\r\n";
+  for (;;) {
+    size_t got = 0;
+    if (!parser->is_done()) {
+      response.body().data = conn.piece.get();
+      response.body().size = kPieceSize;
+      upstream->expires_after(asDuration(config.timeouts.upstream_idle));
+      auto [ec, n] = co_await http::async_read_some(*upstream, conn.upstream_buffer, *parser,
+                                                    kTuple);
+      if (ec == http::error::need_buffer) ec = {};
+      got = kPieceSize - response.body().size;
+      if (ec) {
+        counters.upstream_errors_total.fetch_add(1, std::memory_order_relaxed);
+        spdlog::warn("request {}: {} failed mid-response: {}", request_id, replica->name(),
+                     ec.message());
+        co_return head_sent ? ForwardResult::kAborted : ForwardResult::kFailedBeforeSending;
+      }
+    }
+    const bool done = parser->is_done();
+    if (got == 0 && !done) continue;
+    if (got > 0) scanner.feed(std::string_view(conn.piece.get(), got));
+
+    std::array<asio::const_buffer, 5> out;
+    size_t count = 0;
+    if (!head_sent) out[count++] = asio::buffer(head);
+    if (got > 0) {
+      if (chunk_to_client) {
+        const int len = std::snprintf(chunk_prefix, sizeof chunk_prefix, "%zx\r\n", got);
+        out[count++] = asio::buffer(chunk_prefix, static_cast<size_t>(len));
+      }
+      out[count++] = asio::buffer(conn.piece.get(), got);
+      if (chunk_to_client) out[count++] = asio::buffer(kCrlf);
+    }
+    if (done && chunk_to_client) out[count++] = asio::buffer(kLastChunk);
+    conn.stream.expires_after(asDuration(config.timeouts.client_write));
+    auto [wec, wn] = co_await asio::async_write(
+        conn.stream, std::span<const asio::const_buffer>(out.data(), count), kTuple);
+    head_sent = true;
+    if (wec) co_return ForwardResult::kAborted;  // the client went away; drop the upstream
+    if (done) break;
+  }
+
+  counters.output_tokens_total.fetch_add(scanner.completionTokens(), std::memory_order_relaxed);
+  if (scanner.promptTokens() > 0) {
+    counters.input_tokens_total.fetch_add(scanner.promptTokens(), std::memory_order_relaxed);
+  }
+  if (parser->keep_alive()) pool.give(replica, std::move(upstream), now());
+  co_return ForwardResult::kDone;
+}
+
+asio::awaitable<bool> Worker::Impl::sendJson(ClientConnection& conn, unsigned status,
+                                             std::string_view body, std::string_view request_id,
+                                             bool keep_alive) {
+  std::string& head = conn.head;
+  head.clear();
+  appendStatusLine(head, status);
+  appendHeader(head, "Content-Type", "application/json");
+  appendHeader(head, "Content-Length", std::to_string(body.size()));
+  if (!request_id.empty()) appendHeader(head, "x-request-id", request_id);
+  if (!keep_alive) appendHeader(head, "Connection", "close");
+  head.append("\r\n");
+  const std::array<asio::const_buffer, 2> buffers = {asio::buffer(head), asio::buffer(body)};
+  conn.stream.expires_after(asDuration(config.timeouts.client_write));
+  auto [ec, n] = co_await asio::async_write(conn.stream, buffers, kTuple);
+  co_return keep_alive && !ec;
+}
+
+asio::awaitable<bool> Worker::Impl::sendError(ClientConnection& conn, unsigned status,
+                                              std::string_view message, std::string_view type,
+                                              std::string_view code, std::string_view param,
+                                              std::string_view request_id, bool keep_alive) {
+  api::OpenAiError error{message, type, std::nullopt, std::nullopt};
+  if (!param.empty()) error.param = param;
+  if (!code.empty()) error.code = code;
+  conn.aux.clear();
+  api::appendErrorBody(conn.aux, error);
+  const std::string body = std::move(conn.aux);
+  co_return co_await sendJson(conn, status, body, request_id, keep_alive);
+}
+
+Worker::Worker(int index, const GatewayConfig& config, const fleet::FleetRegistry& registry,
+               const tcp::endpoint& listen)
+    : impl_(std::make_unique<Impl>(index, config, registry, listen)) {}
+
+Worker::~Worker() = default;
+
+uint16_t Worker::port() const { return impl_->acceptor.local_endpoint().port(); }
+
+void Worker::run() {
+  asio::co_spawn(impl_->io, impl_->acceptLoop(), asio::detached);
+  asio::co_spawn(impl_->io, impl_->sweepLoop(), asio::detached);
+  impl_->io.run();
+}
+
+void Worker::beginShutdown() {
+  impl_->stopping.store(true, std::memory_order_relaxed);
+  asio::post(impl_->io, [impl = impl_.get()] {
+    boost::system::error_code ignored;
+    impl->acceptor.close(ignored);
+    impl->sweep_timer.cancel();
+  });
+}
+
+void Worker::stop() { impl_->io.stop(); }
+
+int64_t Worker::inflight() const { return impl_->inflight.load(std::memory_order_relaxed); }
+
+}  // namespace switchyard::gateway

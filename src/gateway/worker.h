@@ -1,0 +1,43 @@
+// Worker: one hot-path thread with its own io_context, listening socket (SO_REUSEPORT), upstream
+// connection pool, request inspector, routing scratch and random source. Workers share nothing
+// but the FleetRegistry (read through a per-worker snapshot cache) and the replicas' atomic
+// counters. Beast is confined to worker.cc.
+#pragma once
+
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <cstdint>
+#include <memory>
+
+#include "fleet/fleet_registry.h"
+#include "gateway/config.h"
+
+namespace switchyard::gateway {
+
+class Worker {
+ public:
+  // Binds the listening socket at construction (throws on failure), so the caller knows the
+  // port before any thread starts.
+  Worker(int index, const GatewayConfig& config, const fleet::FleetRegistry& registry,
+         const boost::asio::ip::tcp::endpoint& listen);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  uint16_t port() const;
+  // Runs the event loop on the calling thread until stop().
+  void run();
+  // Any thread: stop accepting; connections close after their current request.
+  void beginShutdown();
+  // Any thread: abandon everything and make run() return.
+  void stop();
+  // Any thread: requests currently being handled by this worker.
+  int64_t inflight() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace switchyard::gateway

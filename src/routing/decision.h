@@ -1,0 +1,43 @@
+// Decision: what the router chose for one request, and, when asked, why.
+//
+// The candidate table lives in the caller's RoutingScratch (reused per worker, so routing does
+// not allocate); a Decision is valid until that scratch is reused.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace switchyard::routing {
+
+enum class Exclusion : uint8_t {
+  kNone = 0,
+  kFailedThisRequest,  // already tried for this request and failed before responding
+};
+
+std::string_view exclusionName(Exclusion reason);
+
+struct CandidateRow {
+  uint32_t replica_index = 0;  // index into ModelEntry::replicas
+  Exclusion excluded = Exclusion::kNone;
+  double score = 0;  // lower is better; meaningful when not excluded
+};
+
+struct Decision {
+  int chosen = -1;  // index into ModelEntry::replicas; -1 when nothing could be chosen
+  std::string_view strategy;
+  uint32_t candidates = 0;  // replicas that passed the filters
+  uint32_t ready = 0;       // replicas of the model
+  bool fallback = false;    // every replica was filtered out and the filters were relaxed
+  std::span<const CandidateRow> rows;  // every replica's row, filled always (cheap)
+};
+
+// Per-worker scratch space so that a routing decision allocates nothing once warmed up.
+struct RoutingScratch {
+  std::vector<CandidateRow> rows;
+  std::vector<uint32_t> candidates;
+  std::vector<double> scores;
+};
+
+}  // namespace switchyard::routing

@@ -1,0 +1,11 @@
+// random: every candidate scores the same, so the picker's uniform tie-break decides.
+#include "routing/strategies/random.h"
+
+namespace switchyard::routing {
+
+void RandomStrategy::score(const ScoringContext&, std::span<const uint32_t>,
+                           std::span<double> scores) const {
+  for (double& s : scores) s = 0;
+}
+
+}  // namespace switchyard::routing
