@@ -1,0 +1,106 @@
+#include "routing/router.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "fleet/fleet_registry.h"
+
+namespace switchyard::routing {
+namespace {
+
+class RouterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fleet::ModelSpec model{"m", "", {}};
+    for (int i = 0; i < 4; ++i) {
+      model.replicas.push_back({"10.0.0.1:" + std::to_string(9000 + i), {{"gpu", "A100"}}});
+    }
+    registry_.apply({model}, kNsPerSec, "least-request");
+    snapshot_ = registry_.latest();
+  }
+  const fleet::ModelEntry& model() { return snapshot_->models[0]; }
+  void setRunning(int replica, int64_t running) {
+    model().replicas[replica].state->counters().running.store(running);
+  }
+  Decision decide(std::string_view strategy, int exclude = -1) {
+    RouteRequest request{findStrategy(strategy), 0, exclude};
+    return route(*snapshot_, model(), request, rng_, scratch_);
+  }
+
+  fleet::FleetRegistry registry_;
+  std::shared_ptr<const fleet::FleetSnapshot> snapshot_;
+  Rng rng_{1};
+  RoutingScratch scratch_;
+};
+
+TEST_F(RouterTest, LeastRequestPicksTheFewestInFlight) {
+  setRunning(0, 5);
+  setRunning(1, 2);
+  setRunning(2, 7);
+  setRunning(3, 3);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(decide("least-request").chosen, 1);
+}
+
+TEST_F(RouterTest, LeastRequestSpreadsTiesEvenly) {
+  std::map<int, int> counts;
+  for (int i = 0; i < 4000; ++i) ++counts[decide("least-request").chosen];
+  ASSERT_EQ(counts.size(), 4u);
+  for (const auto& [replica, count] : counts) EXPECT_NEAR(count, 1000, 150) << replica;
+}
+
+TEST_F(RouterTest, RoundRobinCyclesThroughEveryReplica) {
+  std::vector<int> order;
+  for (int i = 0; i < 8; ++i) order.push_back(decide("round-robin").chosen);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(order[i + 4], order[i]);
+  std::sort(order.begin(), order.begin() + 4);
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, order[4], order[5], order[6], order[7]}));
+}
+
+TEST_F(RouterTest, RandomReachesEveryReplica) {
+  std::map<int, int> counts;
+  for (int i = 0; i < 2000; ++i) ++counts[decide("random").chosen];
+  EXPECT_EQ(counts.size(), 4u);
+}
+
+TEST_F(RouterTest, ExcludedReplicaIsNeverChosenAndExplained) {
+  setRunning(2, 0);
+  setRunning(0, 9);
+  setRunning(1, 9);
+  setRunning(3, 9);
+  const Decision d = decide("least-request", 2);
+  EXPECT_NE(d.chosen, 2);
+  EXPECT_EQ(d.candidates, 3u);
+  EXPECT_EQ(d.ready, 4u);
+  ASSERT_EQ(d.rows.size(), 4u);
+  EXPECT_EQ(d.rows[2].excluded, Exclusion::kFailedThisRequest);
+  EXPECT_EQ(exclusionName(d.rows[2].excluded), "failed_this_request");
+  EXPECT_EQ(d.rows[1].score, 9);
+}
+
+TEST_F(RouterTest, NoCandidateLeftMeansNoChoice) {
+  fleet::FleetRegistry registry;
+  registry.apply({fleet::ModelSpec{"solo", "", {{"10.0.0.9:1", {}}}}}, kNsPerSec, "random");
+  auto snapshot = registry.latest();
+  RouteRequest request{findStrategy("random"), 0, 0};
+  EXPECT_EQ(route(*snapshot, snapshot->models[0], request, rng_, scratch_).chosen, -1);
+}
+
+TEST(PickLowestTest, EmptyAndSingle) {
+  Rng rng(3);
+  EXPECT_EQ(pickLowest({}, rng), -1);
+  const double one[] = {4.0};
+  EXPECT_EQ(pickLowest(one, rng), 0);
+}
+
+TEST(StrategyRegistryTest, KnowsTheBuiltInsAndRejectsOthers) {
+  for (std::string_view name : strategyNames()) {
+    ASSERT_NE(findStrategy(name), nullptr) << name;
+    EXPECT_EQ(findStrategy(name)->name(), name);
+  }
+  EXPECT_EQ(findStrategy("least-latency-magic"), nullptr);
+  EXPECT_EQ(findStrategy(""), nullptr);
+}
+
+}  // namespace
+}  // namespace switchyard::routing
