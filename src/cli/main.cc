@@ -1,11 +1,34 @@
 #include <CLI/CLI.hpp>
 
+#include <memory>
+
 #include "core/version.h"
+#include "engine/engine_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Switchyard: an inference gateway for heterogeneous GPU fleets"};
   app.set_version_flag("--version", switchyard::versionString());
   app.require_subcommand(1);
+
+  // engine: an emulated vLLM/SGLang replica (src/engine/engine_command.h).
+  auto engine_options = std::make_shared<switchyard::engine::EngineCommandOptions>();
+  CLI::App* engine_cmd = app.add_subcommand("engine", "Run an emulated inference engine replica");
+  engine_cmd->add_option("--gpu", engine_options->gpu, "GPU type: A10, L20, V100, A100, H100, B200")
+      ->capture_default_str();
+  engine_cmd->add_option("--model", engine_options->model, "Model name served")
+      ->capture_default_str();
+  engine_cmd->add_option("--listen", engine_options->listen, "HOST:PORT (port 0: OS-chosen)")
+      ->capture_default_str();
+  engine_cmd->add_option("--seed", engine_options->seed, "Seed for generated text")
+      ->capture_default_str();
+  engine_cmd->add_option("--flavor", engine_options->flavor, "Metrics dialect: vllm or sglang")
+      ->check(CLI::IsMember({"vllm", "sglang"}))
+      ->capture_default_str();
+  engine_cmd->callback([engine_options] {
+    int status = switchyard::engine::runEngineCommand(*engine_options);
+    if (status != 0) throw CLI::RuntimeError(status);
+  });
+
   CLI11_PARSE(app, argc, argv);
   return 0;
 }
