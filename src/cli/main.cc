@@ -1,6 +1,9 @@
 #include <CLI/CLI.hpp>
 
+#include <memory>
+
 #include "core/version.h"
+#include "engine/engine_command.h"
 #include "gateway/gateway.h"
 
 int main(int argc, char** argv) {
@@ -8,6 +11,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", switchyard::versionString());
   app.require_subcommand(1);
 
+  // gateway: the client-facing gateway (src/gateway/gateway.h).
   switchyard::gateway::GatewayOptions gateway_options;
   CLI::App* gateway = app.add_subcommand("gateway", "Run the gateway");
   gateway->add_option("--config", gateway_options.config_path, "YAML configuration file")
@@ -18,7 +22,23 @@ int main(int argc, char** argv) {
   gateway->add_option("--admin-listen", gateway_options.admin_listen_override,
                       "admin listener host:port (overrides the file)");
 
+  // engine: an emulated vLLM/SGLang replica (src/engine/engine_command.h).
+  auto engine_options = std::make_shared<switchyard::engine::EngineCommandOptions>();
+  CLI::App* engine_cmd = app.add_subcommand("engine", "Run an emulated inference engine replica");
+  engine_cmd->add_option("--gpu", engine_options->gpu, "GPU type: A10, L20, V100, A100, H100, B200")
+      ->capture_default_str();
+  engine_cmd->add_option("--model", engine_options->model, "Model name served")
+      ->capture_default_str();
+  engine_cmd->add_option("--listen", engine_options->listen, "HOST:PORT (port 0: OS-chosen)")
+      ->capture_default_str();
+  engine_cmd->add_option("--seed", engine_options->seed, "Seed for generated text")
+      ->capture_default_str();
+  engine_cmd->add_option("--flavor", engine_options->flavor, "Metrics dialect: vllm or sglang")
+      ->check(CLI::IsMember({"vllm", "sglang"}))
+      ->capture_default_str();
+
   CLI11_PARSE(app, argc, argv);
   if (gateway->parsed()) return switchyard::gateway::runGateway(gateway_options);
+  if (engine_cmd->parsed()) return switchyard::engine::runEngineCommand(*engine_options);
   return 0;
 }

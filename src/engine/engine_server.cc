@@ -1,0 +1,461 @@
+#include "engine/engine_server.h"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http.hpp>
+
+#include <algorithm>
+#include <csignal>
+#include <exception>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+namespace switchyard::engine {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using Request = http::request<http::string_body>;
+constexpr auto kAwait = asio::as_tuple(asio::use_awaitable);
+
+constexpr size_t kHeaderLimit = 64 * 1024;
+// Embeddings are not scheduled by the model: a fixed cost plus a per-token cost, capped.
+constexpr std::chrono::microseconds kEmbeddingFixedCost{2000};
+constexpr std::chrono::microseconds kEmbeddingPerToken{20};
+constexpr std::chrono::microseconds kEmbeddingMaxCost{2'000'000};
+
+TimeNs nowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+int64_t unixSeconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string_view pathOf(std::string_view target) {
+  return target.substr(0, std::min(target.find('?'), target.size()));
+}
+
+// A generation request in flight: the driver adds tokens and wakes the request's coroutine by
+// cancelling `wake`, whose deadline is never reached otherwise.
+struct PendingRequest {
+  explicit PendingRequest(const asio::any_io_executor& executor)
+      : wake(executor, asio::steady_timer::time_point::max()) {}
+  asio::steady_timer wake;
+  int ready_tokens = 0;  // produced, not yet delivered
+  bool finished = false;
+  bool aborted = false;  // the server is stopping
+};
+
+}  // namespace
+
+class EngineServer::Impl {
+ public:
+  Impl(EngineServerOptions options, std::unique_ptr<EngineModel> model)
+      : options_(std::move(options)),
+        model_(std::move(model)),
+        acceptor_(ioc_),
+        signals_(ioc_),
+        tick_(ioc_),
+        id_rng_(options_.seed ^ 0x5eedULL),
+        started_at_(unixSeconds()) {}
+
+  std::string listen() {
+    tcp::endpoint endpoint(asio::ip::make_address(options_.host), options_.port);
+    acceptor_.open(endpoint.protocol());
+    acceptor_.set_option(tcp::acceptor::reuse_address(true));
+    acceptor_.bind(endpoint);
+    acceptor_.listen(asio::socket_base::max_listen_connections);
+    tcp::endpoint bound = acceptor_.local_endpoint();
+    if (bound.address().is_v6()) return fmt::format("[{}]:{}", bound.address().to_string(), bound.port());
+    return fmt::format("{}:{}", bound.address().to_string(), bound.port());
+  }
+
+  void run() {
+    if (options_.handle_signals) {
+      signals_.add(SIGTERM);
+      signals_.add(SIGINT);
+      signals_.async_wait([this](const boost::system::error_code& ec, int) {
+        if (!ec) stopNow();
+      });
+    }
+    spawn(acceptLoop());
+    ioc_.run();
+  }
+
+  void stop() {
+    asio::post(ioc_, [this] { stopNow(); });
+  }
+
+ private:
+  template <typename Awaitable>
+  void spawn(Awaitable&& awaitable) {
+    asio::co_spawn(ioc_, std::forward<Awaitable>(awaitable), [](std::exception_ptr error) {
+      if (!error) return;
+      try {
+        std::rethrow_exception(error);
+      } catch (const std::exception& e) {
+        spdlog::error("engine: connection failed: {}", e.what());
+      }
+    });
+  }
+
+  void stopNow() {
+    if (stopping_) return;
+    stopping_ = true;
+    boost::system::error_code ignored;
+    acceptor_.close(ignored);
+    signals_.cancel(ignored);
+    tick_.cancel();
+    for (beast::tcp_stream* stream : connections_) stream->socket().close(ignored);
+    for (auto& [id, pending] : pending_) {
+      pending->aborted = true;
+      pending->wake.cancel();
+    }
+    for (asio::steady_timer* timer : timers_) timer->cancel();
+  }
+
+  // --- the model driver ---
+
+  void advanceModel() {
+    events_.clear();
+    model_->advance(nowNs(), events_);
+    for (const TokenEvent& event : events_) {
+      counters_.generation_tokens_total += event.tokens;
+      auto it = pending_.find(event.id);
+      if (it == pending_.end()) continue;
+      it->second->ready_tokens += event.tokens;
+      it->second->finished = it->second->finished || event.finished;
+      it->second->wake.cancel();
+    }
+    scheduleTick();
+  }
+
+  void scheduleTick() {
+    if (stopping_) return;
+    TimeNs next = model_->nextEventTime();
+    if (next < 0) {
+      tick_.cancel();
+      return;
+    }
+    // Re-arming cancels the previous wait; its handler sees operation_aborted and does nothing.
+    tick_.expires_at(asio::steady_timer::time_point(std::chrono::nanoseconds(next)));
+    tick_.async_wait([this](const boost::system::error_code& ec) {
+      if (!ec) advanceModel();
+    });
+  }
+
+  // Registers a request with the model; the returned guard cancels it in the model unless it
+  // finished (client gone, server stopping) and always unregisters it.
+  struct Registration {
+    Impl* impl;
+    RequestId id;
+    PendingRequest* pending;
+    ~Registration() {
+      impl->pending_.erase(id);
+      if (!pending->finished && !impl->stopping_) {
+        impl->model_->cancel(id, nowNs());
+        impl->scheduleTick();
+      }
+    }
+  };
+
+  // --- connections ---
+
+  asio::awaitable<void> acceptLoop() {
+    while (!stopping_) {
+      auto [ec, socket] = co_await acceptor_.async_accept(kAwait);
+      if (stopping_) break;
+      if (ec) {
+        // Out of descriptors and the like: back off instead of spinning.
+        asio::steady_timer backoff(ioc_, std::chrono::milliseconds(50));
+        co_await backoff.async_wait(kAwait);
+        continue;
+      }
+      boost::system::error_code ignored;
+      socket.set_option(tcp::no_delay(true), ignored);
+      spawn(session(std::move(socket)));
+    }
+  }
+
+  asio::awaitable<void> session(tcp::socket socket) {
+    beast::tcp_stream stream(std::move(socket));
+    connections_.insert(&stream);
+    beast::flat_buffer buffer;
+    while (!stopping_) {
+      http::request_parser<http::string_body> parser;
+      parser.header_limit(kHeaderLimit);
+      parser.body_limit(options_.max_body_bytes);
+      stream.expires_after(options_.idle_timeout);
+      auto [ec, n] = co_await http::async_read_header(stream, buffer, parser, kAwait);
+      if (ec) {
+        if (ec == http::error::header_limit) {
+          co_await writeError(stream, http::status::request_header_fields_too_large, 11, false,
+                              "request headers too large");
+        }
+        break;
+      }
+      if (parser.get()[http::field::expect] == "100-continue") {
+        stream.expires_after(options_.write_timeout);
+        constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+        auto [wec, wn] = co_await asio::async_write(stream, asio::buffer(kContinue), kAwait);
+        if (wec) break;
+      }
+      if (!parser.is_done()) {
+        stream.expires_after(options_.read_timeout);
+        auto [bec, bn] = co_await http::async_read(stream, buffer, parser, kAwait);
+        if (bec) {
+          if (bec == http::error::body_limit) {
+            co_await writeError(stream, http::status::payload_too_large, parser.get().version(),
+                                false, "request body too large");
+          }
+          break;
+        }
+      }
+      Request request = parser.release();
+      bool keep_alive = co_await dispatch(stream, request);
+      if (!keep_alive) break;
+    }
+    connections_.erase(&stream);
+    boost::system::error_code ignored;
+    stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  }
+
+  // Returns whether the connection may serve another request.
+  asio::awaitable<bool> dispatch(beast::tcp_stream& stream, Request& request) {
+    const std::string_view path = pathOf(request.target());
+    const http::verb method = request.method();
+    const bool keep_alive = request.keep_alive();
+    const unsigned version = request.version();
+    auto expect = [&](http::verb wanted) { return method == wanted; };
+
+    if (path == "/v1/chat/completions" || path == "/v1/completions") {
+      if (!expect(http::verb::post)) co_return co_await methodNotAllowed(stream, request);
+      co_return co_await serveGeneration(stream, request,
+                                         path == "/v1/completions" ? Endpoint::kCompletions
+                                                                   : Endpoint::kChatCompletions);
+    }
+    if (path == "/v1/embeddings") {
+      if (!expect(http::verb::post)) co_return co_await methodNotAllowed(stream, request);
+      co_return co_await serveEmbeddings(stream, request);
+    }
+    if (path == "/health") {
+      if (!expect(http::verb::get)) co_return co_await methodNotAllowed(stream, request);
+      co_return co_await write(stream, http::status::ok, version, keep_alive, "", "");
+    }
+    if (path == "/v1/models") {
+      if (!expect(http::verb::get)) co_return co_await methodNotAllowed(stream, request);
+      co_return co_await write(stream, http::status::ok, version, keep_alive, "application/json",
+                               renderModels(options_.model, started_at_, options_.flavor));
+    }
+    if (path == "/metrics") {
+      if (!expect(http::verb::get)) co_return co_await methodNotAllowed(stream, request);
+      advanceModel();  // bring busy time and token counters up to now
+      co_return co_await write(
+          stream, http::status::ok, version, keep_alive, "text/plain; version=0.0.4; charset=utf-8",
+          renderMetrics(options_.flavor, options_.model, model_->load(), counters_));
+    }
+    co_return co_await writeError(stream, http::status::not_found, version, keep_alive,
+                                  fmt::format("Not found: {}", path));
+  }
+
+  asio::awaitable<bool> methodNotAllowed(beast::tcp_stream& stream, const Request& request) {
+    co_return co_await writeError(stream, http::status::method_not_allowed, request.version(),
+                                  request.keep_alive(),
+                                  fmt::format("Method {} not allowed for {}",
+                                              request.method_string(),
+                                              pathOf(request.target())));
+  }
+
+  asio::awaitable<bool> modelNotFound(beast::tcp_stream& stream, const Request& request,
+                                      std::string_view model) {
+    co_return co_await writeError(stream, http::status::not_found, request.version(),
+                                  request.keep_alive(),
+                                  fmt::format("The model `{}` does not exist.", model),
+                                  "NotFoundError");
+  }
+
+  asio::awaitable<bool> serveGeneration(beast::tcp_stream& stream, Request& request,
+                                        Endpoint endpoint) {
+    std::string& body = request.body();
+    Parsed<GenerationRequest> parsed = parser_.generation(endpoint, body);
+    if (!parsed.value) {
+      co_return co_await writeError(stream, http::status::bad_request, request.version(),
+                                    request.keep_alive(), parsed.error);
+    }
+    const GenerationRequest& generation = *parsed.value;
+    if (!generation.model.empty() && generation.model != options_.model) {
+      co_return co_await modelNotFound(stream, request, generation.model);
+    }
+
+    PendingRequest pending(ioc_.get_executor());
+    const RequestId id = next_request_id_++;
+    pending_.emplace(id, &pending);
+    Registration registration{this, id, &pending};
+    advanceModel();  // the model's timeline must be current before a submit
+    model_->submit(ModelRequest{id, generation.prompt_tokens, generation.max_tokens}, nowNs());
+    counters_.prompt_tokens_total += generation.prompt_tokens;
+    scheduleTick();
+
+    ResponseIdentity identity{newResponseId(endpoint), unixSeconds(), options_.model, endpoint};
+    TokenTextSource words(options_.seed, generation.prompt_hash);
+    const bool keep_alive = request.keep_alive();
+
+    if (!generation.stream) {
+      while (!pending.finished && !pending.aborted) co_await pending.wake.async_wait(kAwait);
+      if (pending.aborted) co_return false;
+      std::string text;
+      for (int i = 0; i < pending.ready_tokens; ++i) text += words.next();
+      co_return co_await write(
+          stream, http::status::ok, request.version(), keep_alive, "application/json",
+          renderCompletion(identity, text, generation.prompt_tokens, pending.ready_tokens));
+    }
+
+    http::response<http::empty_body> head{http::status::ok, request.version()};
+    head.set(http::field::content_type, "text/event-stream; charset=utf-8");
+    head.set(http::field::cache_control, "no-cache");
+    head.keep_alive(keep_alive);
+    head.chunked(true);
+    http::response_serializer<http::empty_body> serializer{head};
+    stream.expires_after(options_.write_timeout);
+    if (auto [ec, n] = co_await http::async_write_header(stream, serializer, kAwait); ec) {
+      co_return false;
+    }
+    // vLLM sends the role chunk with the first output, i.e. after prefill.
+    bool sent_role = endpoint != Endpoint::kChatCompletions;
+    int delivered = 0;
+    for (;;) {
+      if (pending.aborted) co_return false;
+      if (pending.ready_tokens == 0 && !pending.finished) {
+        co_await pending.wake.async_wait(kAwait);
+        continue;
+      }
+      if (!sent_role) {
+        sent_role = true;
+        if (!co_await writeChunk(stream, renderRoleChunk(identity))) co_return false;
+      }
+      while (pending.ready_tokens > 0) {
+        --pending.ready_tokens;
+        ++delivered;
+        if (!co_await writeChunk(stream, renderTokenChunk(identity, words.next()))) co_return false;
+        if (pending.aborted) co_return false;
+      }
+      if (pending.finished && pending.ready_tokens == 0) break;
+    }
+    if (!co_await writeChunk(stream, renderFinishChunk(identity))) co_return false;
+    if (generation.include_usage &&
+        !co_await writeChunk(stream,
+                             renderUsageChunk(identity, generation.prompt_tokens, delivered))) {
+      co_return false;
+    }
+    if (!co_await writeChunk(stream, std::string(kStreamDone))) co_return false;
+    stream.expires_after(options_.write_timeout);
+    auto [ec, n] = co_await asio::async_write(stream, http::make_chunk_last(), kAwait);
+    co_return !ec && keep_alive;
+  }
+
+  asio::awaitable<bool> serveEmbeddings(beast::tcp_stream& stream, Request& request) {
+    Parsed<EmbeddingRequest> parsed = parser_.embedding(request.body());
+    if (!parsed.value) {
+      co_return co_await writeError(stream, http::status::bad_request, request.version(),
+                                    request.keep_alive(), parsed.error);
+    }
+    if (!parsed.value->model.empty() && parsed.value->model != options_.model) {
+      co_return co_await modelNotFound(stream, request, parsed.value->model);
+    }
+    int64_t tokens = 0;
+    for (const EmbeddingInput& input : parsed.value->inputs) tokens += input.tokens;
+    counters_.prompt_tokens_total += tokens;
+    auto cost = std::min<std::chrono::microseconds>(kEmbeddingMaxCost,
+                                                    kEmbeddingFixedCost + kEmbeddingPerToken * tokens);
+    asio::steady_timer delay(ioc_, cost);
+    timers_.insert(&delay);
+    auto [ec] = co_await delay.async_wait(kAwait);
+    timers_.erase(&delay);
+    if (ec || stopping_) co_return false;
+    co_return co_await write(stream, http::status::ok, request.version(), request.keep_alive(),
+                             "application/json",
+                             renderEmbeddings(options_.model, options_.seed, parsed.value->inputs));
+  }
+
+  // --- writing ---
+
+  asio::awaitable<bool> write(beast::tcp_stream& stream, http::status status, unsigned version,
+                              bool keep_alive, std::string_view content_type, std::string body) {
+    http::response<http::string_body> response{status, version};
+    if (!content_type.empty()) response.set(http::field::content_type, content_type);
+    response.keep_alive(keep_alive);
+    response.body() = std::move(body);
+    response.prepare_payload();
+    stream.expires_after(options_.write_timeout);
+    auto [ec, n] = co_await http::async_write(stream, response, kAwait);
+    co_return !ec && keep_alive && !stopping_;
+  }
+
+  asio::awaitable<bool> writeError(beast::tcp_stream& stream, http::status status,
+                                   unsigned version, bool keep_alive, std::string_view message,
+                                   std::string_view type = "invalid_request_error") {
+    co_return co_await write(stream, status, version, keep_alive, "application/json",
+                             renderError(message, type));
+  }
+
+  asio::awaitable<bool> writeChunk(beast::tcp_stream& stream, std::string event) {
+    stream.expires_after(options_.write_timeout);
+    auto [ec, n] = co_await asio::async_write(stream, http::make_chunk(asio::buffer(event)), kAwait);
+    co_return !ec;
+  }
+
+  std::string newResponseId(Endpoint endpoint) {
+    return fmt::format("{}-{:016x}{:016x}",
+                       endpoint == Endpoint::kChatCompletions ? "chatcmpl" : "cmpl", id_rng_.next(),
+                       id_rng_.next());
+  }
+
+  // ioc_ first: it must outlive every I/O object below.
+  asio::io_context ioc_{1};
+  EngineServerOptions options_;
+  std::unique_ptr<EngineModel> model_;
+  tcp::acceptor acceptor_;
+  asio::signal_set signals_;
+  asio::steady_timer tick_;
+  Rng id_rng_;
+  int64_t started_at_;
+  RequestParser parser_;
+  EngineCounters counters_;
+  RequestId next_request_id_ = 1;
+  bool stopping_ = false;
+  std::vector<TokenEvent> events_;
+  std::unordered_map<RequestId, PendingRequest*> pending_;
+  std::unordered_set<beast::tcp_stream*> connections_;
+  std::unordered_set<asio::steady_timer*> timers_;
+};
+
+EngineServer::EngineServer(EngineServerOptions options, std::unique_ptr<EngineModel> model)
+    : impl_(std::make_unique<Impl>(std::move(options), std::move(model))) {}
+EngineServer::~EngineServer() = default;
+std::string EngineServer::listen() { return impl_->listen(); }
+void EngineServer::run() { impl_->run(); }
+void EngineServer::stop() { impl_->stop(); }
+
+}  // namespace switchyard::engine
