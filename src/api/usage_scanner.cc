@@ -174,14 +174,28 @@ void UsageScanner::onJsonByte(char c) {
 
 void UsageScanner::feedJson(const char* p, const char* end) {
   while (p < end) {
-    if (in_string_ && !escape_ && !watch_text_ && key_len_ > kMaxKey) {
-      // Fast path through the bulk of a response: the inside of uninteresting strings.
+    if (in_string_ && !escape_) {
+      // Fast path through the bulk of a response, the inside of strings: jump to the next quote
+      // or backslash and handle the plain bytes before it as one span.
       const void* quote = std::memchr(p, '"', static_cast<size_t>(end - p));
       const char* stop = quote ? static_cast<const char*>(quote) : end;
       const void* backslash = std::memchr(p, '\\', static_cast<size_t>(stop - p));
       if (backslash) stop = static_cast<const char*>(backslash);
-      p = stop;
-      if (p == end) break;
+      size_t n = static_cast<size_t>(stop - p);
+      if (n > 0) {
+        if (watch_text_) {
+          watch_text_ = false;
+          markText();
+        }
+        if (key_len_ + n <= kMaxKey) {
+          std::memcpy(key_ + key_len_, p, n);
+          key_len_ = static_cast<uint8_t>(key_len_ + n);
+        } else {
+          key_len_ = kMaxKey + 1;
+        }
+        p = stop;
+        if (p == end) break;
+      }
     }
     onJsonByte(*p++);
   }
@@ -240,8 +254,10 @@ void UsageScanner::feedSse(const char* p, const char* end) {
         }
         [[fallthrough]];
       case Line::kData: {
-        const char* stop = p;
-        while (stop < end && *stop != '\n' && *stop != '\r') ++stop;
+        const void* lf = std::memchr(p, '\n', static_cast<size_t>(end - p));
+        const char* stop = lf ? static_cast<const char*>(lf) : end;
+        const void* cr = std::memchr(p, '\r', static_cast<size_t>(stop - p));
+        if (cr) stop = static_cast<const char*>(cr);
         size_t n = static_cast<size_t>(stop - p);
         for (size_t k = 0; k < n && data_len_ + k < kDone.size(); ++k) {
           if (done_match_ == data_len_ + k && p[k] == kDone[data_len_ + k]) ++done_match_;

@@ -1,0 +1,200 @@
+#include "api/usage_scanner.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace switchyard::api {
+namespace {
+
+// A vLLM-style chat stream: role chunk, three content chunks, an empty final chunk with
+// finish_reason, a usage chunk, [DONE].
+const std::string kChatStream =
+    R"(data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]})"
+    "\n\n"
+    R"(data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"Hel"},"logprobs":null,"finish_reason":null}]})"
+    "\n\n"
+    R"(data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"lo \"usage\":{\"completion_tokens\":999}"},"logprobs":null,"finish_reason":null}]})"
+    "\n\n"
+    R"(data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"!"},"logprobs":null,"finish_reason":null}]})"
+    "\n\n"
+    R"(data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":""},"logprobs":null,"finish_reason":"stop"}]})"
+    "\n\n"
+    R"(data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":17,"total_tokens":22,"completion_tokens":5,"completion_tokens_details":null}})"
+    "\n\n"
+    "data: [DONE]\n\n";
+
+std::string withoutUsageChunk(const std::string& s) {
+  size_t begin = s.find("data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\","
+                        "\"created\":1,\"model\":\"m\",\"choices\":[],");
+  size_t end = s.find("data: [DONE]");
+  return s.substr(0, begin) + s.substr(end);
+}
+
+UsageScanner scanWhole(std::string_view body, UsageScanner::Mode mode) {
+  UsageScanner s(mode);
+  s.feed(body);
+  return s;
+}
+
+TEST(UsageScannerTest, StreamWithUsage) {
+  UsageScanner s = scanWhole(kChatStream, UsageScanner::Mode::kSse);
+  EXPECT_TRUE(s.sawUsage());
+  EXPECT_TRUE(s.sawDone());
+  EXPECT_EQ(s.completionTokens(), 5);
+  EXPECT_EQ(s.promptTokens(), 17);
+  EXPECT_EQ(s.textEvents(), 3);  // the escaped "usage" inside content is text, not a key
+}
+
+TEST(UsageScannerTest, StreamWithoutUsageCountsTextEvents) {
+  UsageScanner s = scanWhole(withoutUsageChunk(kChatStream), UsageScanner::Mode::kSse);
+  EXPECT_FALSE(s.sawUsage());
+  EXPECT_TRUE(s.sawDone());
+  EXPECT_EQ(s.completionTokens(), 3);
+  EXPECT_EQ(s.promptTokens(), -1);
+}
+
+TEST(UsageScannerTest, EverySplitGivesTheSameAnswer) {
+  for (size_t cut = 0; cut <= kChatStream.size(); ++cut) {
+    UsageScanner s(UsageScanner::Mode::kSse);
+    s.feed(std::string_view(kChatStream).substr(0, cut));
+    s.feed(std::string_view(kChatStream).substr(cut));
+    ASSERT_EQ(s.completionTokens(), 5) << cut;
+    ASSERT_EQ(s.promptTokens(), 17) << cut;
+    ASSERT_EQ(s.textEvents(), 3) << cut;
+    ASSERT_TRUE(s.sawDone()) << cut;
+  }
+  UsageScanner bytewise(UsageScanner::Mode::kSse);
+  for (char c : kChatStream) bytewise.feed(std::string_view(&c, 1));
+  EXPECT_EQ(bytewise.completionTokens(), 5);
+  EXPECT_EQ(bytewise.textEvents(), 3);
+  EXPECT_TRUE(bytewise.sawDone());
+}
+
+TEST(UsageScannerTest, CrlfLineEndings) {
+  std::string crlf;
+  for (char c : kChatStream) {
+    if (c == '\n') crlf += '\r';
+    crlf += c;
+  }
+  for (size_t cut = 0; cut <= crlf.size(); cut += 7) {
+    UsageScanner s(UsageScanner::Mode::kSse);
+    s.feed(std::string_view(crlf).substr(0, cut));
+    s.feed(std::string_view(crlf).substr(cut));
+    ASSERT_EQ(s.completionTokens(), 5) << cut;
+    ASSERT_EQ(s.textEvents(), 3) << cut;
+    ASSERT_TRUE(s.sawDone()) << cut;
+  }
+}
+
+TEST(UsageScannerTest, CompletionsStreamUsesText) {
+  std::string stream =
+      "data: {\"id\":\"cmpl-1\",\"object\":\"text_completion\",\"choices\":[{\"index\":0,"
+      "\"text\":\" Paris\",\"logprobs\":null,\"finish_reason\":null}]}\n\n"
+      "data:{\"choices\":[{\"index\":0,\"text\":\".\",\"finish_reason\":null}]}\n\n"
+      "data: {\"choices\":[{\"index\":0,\"text\":\"\",\"finish_reason\":\"length\"}]}\n\n"
+      ": keep-alive comment\n\n"
+      "data: [DONE]\n\n";
+  UsageScanner s = scanWhole(stream, UsageScanner::Mode::kSse);
+  EXPECT_EQ(s.completionTokens(), 2);
+  EXPECT_TRUE(s.sawDone());
+  EXPECT_FALSE(s.sawUsage());
+}
+
+TEST(UsageScannerTest, NullUsageAndNullContentDoNotCount) {
+  std::string stream =
+      "data: {\"choices\":[{\"delta\":{\"content\":null,\"tool_calls\":[]}}],\"usage\":null}\n\n"
+      "data: {\"choices\":[{\"delta\":{\"content\" : \"x\"}}],\"usage\":null}\n\n";
+  UsageScanner s = scanWhole(stream, UsageScanner::Mode::kSse);
+  EXPECT_FALSE(s.sawUsage());
+  EXPECT_FALSE(s.sawDone());  // truncated: no terminator
+  EXPECT_EQ(s.completionTokens(), 1);
+}
+
+TEST(UsageScannerTest, ContinuousUsageLastValueWins) {
+  std::string stream =
+      "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}],\"usage\":{\"prompt_tokens\":3,"
+      "\"completion_tokens\":1}}\n\n"
+      "data: {\"choices\":[{\"delta\":{\"content\":\"b\"}}],\"usage\":{\"prompt_tokens\":3,"
+      "\"completion_tokens\":2}}\n\n"
+      "data: [DONE]\n\n";
+  UsageScanner s = scanWhole(stream, UsageScanner::Mode::kSse);
+  EXPECT_EQ(s.completionTokens(), 2);
+  EXPECT_EQ(s.promptTokens(), 3);
+}
+
+TEST(UsageScannerTest, DoneMustBeExact) {
+  EXPECT_FALSE(scanWhole("data: [DONE]x\n\n", UsageScanner::Mode::kSse).sawDone());
+  EXPECT_FALSE(scanWhole("data: [DON\n\n", UsageScanner::Mode::kSse).sawDone());
+  EXPECT_FALSE(scanWhole("event: [DONE]\n\n", UsageScanner::Mode::kSse).sawDone());
+  EXPECT_TRUE(scanWhole("data:[DONE]\r\n\r\n", UsageScanner::Mode::kSse).sawDone());
+  EXPECT_TRUE(scanWhole("data: [DONE]", UsageScanner::Mode::kSse).sawDone() == false);
+  EXPECT_TRUE(scanWhole("data: [DONE]\n", UsageScanner::Mode::kSse).sawDone());
+}
+
+TEST(UsageScannerTest, ReasoningAndToolCallArgumentsCountAsText) {
+  std::string stream =
+      "data: {\"choices\":[{\"delta\":{\"reasoning_content\":\"hmm\"}}]}\n\n"
+      "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":"
+      "{\"arguments\":\"{\\\"city\\\"\"}}]}}]}\n\n";
+  EXPECT_EQ(scanWhole(stream, UsageScanner::Mode::kSse).completionTokens(), 2);
+}
+
+TEST(UsageScannerTest, PlainJsonResponse) {
+  std::string body = R"({"id":"chatcmpl-9","object":"chat.completion","choices":[{"index":0,
+    "message":{"role":"assistant","content":"The \"completion_tokens\": 1000 answer"},
+    "finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":34,
+    "total_tokens":46}})";
+  for (size_t cut = 0; cut <= body.size(); ++cut) {
+    UsageScanner s(UsageScanner::Mode::kJson);
+    s.feed(std::string_view(body).substr(0, cut));
+    s.feed(std::string_view(body).substr(cut));
+    ASSERT_TRUE(s.sawUsage()) << cut;
+    ASSERT_EQ(s.completionTokens(), 34) << cut;
+    ASSERT_EQ(s.promptTokens(), 12) << cut;
+    ASSERT_FALSE(s.sawDone());
+  }
+}
+
+TEST(UsageScannerTest, PlainJsonWithoutUsageIsUnknown) {
+  UsageScanner s = scanWhole(R"({"choices":[{"message":{"content":"hi"}}]})",
+                             UsageScanner::Mode::kJson);
+  EXPECT_EQ(s.completionTokens(), -1);
+  EXPECT_EQ(s.promptTokens(), -1);
+  EXPECT_FALSE(s.sawUsage());
+}
+
+TEST(UsageScannerTest, EmbeddingsUsageHasNoCompletionTokens) {
+  UsageScanner s = scanWhole(R"({"data":[],"usage":{"prompt_tokens":8,"total_tokens":8}})",
+                             UsageScanner::Mode::kJson);
+  EXPECT_TRUE(s.sawUsage());
+  EXPECT_EQ(s.promptTokens(), 8);
+  EXPECT_EQ(s.completionTokens(), -1);
+}
+
+TEST(UsageScannerTest, TokenKeysOutsideUsageAreIgnored) {
+  UsageScanner s = scanWhole(R"({"completion_tokens":7,"x":{"completion_tokens":9}})",
+                             UsageScanner::Mode::kJson);
+  EXPECT_EQ(s.completionTokens(), -1);
+}
+
+TEST(UsageScannerTest, BrokenEventDoesNotPoisonTheNext) {
+  std::string stream =
+      "data: {\"choices\":[{\"delta\":{\"content\":\"unterminated\n\n"
+      "data: {\"choices\":[{\"delta\":{\"content\":\"ok\"}}]}\n\n"
+      "data: [DONE]\n\n";
+  UsageScanner s = scanWhole(stream, UsageScanner::Mode::kSse);
+  EXPECT_EQ(s.completionTokens(), 2);
+  EXPECT_TRUE(s.sawDone());
+}
+
+TEST(UsageScannerTest, ResetStartsOver) {
+  UsageScanner s = scanWhole(kChatStream, UsageScanner::Mode::kSse);
+  s.reset(UsageScanner::Mode::kJson);
+  EXPECT_FALSE(s.sawUsage());
+  EXPECT_FALSE(s.sawDone());
+  EXPECT_EQ(s.completionTokens(), -1);
+}
+
+}  // namespace
+}  // namespace switchyard::api
