@@ -484,7 +484,10 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
     if (done) break;
   }
 
-  counters.output_tokens_total.fetch_add(scanner.completionTokens(), std::memory_order_relaxed);
+  if (scanner.completionTokens() > 0) {
+    counters.output_tokens_total.fetch_add(scanner.completionTokens(),
+                                           std::memory_order_relaxed);
+  }
   if (scanner.promptTokens() > 0) {
     counters.input_tokens_total.fetch_add(scanner.promptTokens(), std::memory_order_relaxed);
   }

@@ -98,17 +98,25 @@ class GatewayTest : public ::testing::Test {
   }
 
   // Starts a gateway with the two engines as `llama2-7b` plus `extra_yaml` models.
-  void startGateway(const std::string& extra_models = "", const std::string& top = "") {
-    config_text_ = "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nworkers: 2\n"
-                   "reload_poll_interval_ms: 100\n" + top +
-                   "models:\n  - name: llama2-7b\n    replicas:\n" +
-                   replicaLine(a100_->port(), "A100") + replicaLine(l20_->port(), "L20") +
-                   extra_models;
+  // `replicas` replaces the default pair (the engines serve only `llama2-7b`).
+  void startGateway(const std::string& extra_models = "", const std::string& top = "",
+                    const std::string& replicas = "") {
+    config_text_ = configText(extra_models, top, replicas);
     config_ = std::make_unique<TempFile>(config_text_, ".yaml");
     gateway_ = std::make_unique<Process>(
         std::vector<std::string>{"gateway", "--config", config_->path()});
     ASSERT_NE(gateway_->port(0), 0);
     ASSERT_NE(gateway_->port(1), 0);
+  }
+  std::string configText(const std::string& extra_models, const std::string& top,
+                         const std::string& replicas) {
+    return "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nworkers: 2\n"
+           "reload_poll_interval_ms: 100\n" + top +
+           "models:\n  - name: llama2-7b\n    routing_strategy: round-robin\n    replicas:\n" +
+           (replicas.empty()
+                ? replicaLine(a100_->port(), "A100") + replicaLine(l20_->port(), "L20")
+                : replicas) +
+           extra_models;
   }
   uint16_t port() const { return gateway_->port(0); }
   uint16_t adminPort() const { return gateway_->port(1); }
@@ -167,7 +175,7 @@ TEST_F(GatewayTest, NonStreamingChatIsRelayedWithRoutingHeaders) {
   EXPECT_EQ(r.status, 200) << r.body;
   EXPECT_NE(r.body.find("\"completion_tokens\":5"), std::string::npos) << r.body;
   EXPECT_EQ(r.header("x-request-id").size(), 16u);
-  EXPECT_EQ(r.header("routing-strategy"), "least-request");
+  EXPECT_EQ(r.header("routing-strategy"), "round-robin");
   const std::string pod = r.header("target-pod");
   EXPECT_TRUE(pod == "127.0.0.1:" + std::to_string(a100_->port()) ||
               pod == "127.0.0.1:" + std::to_string(l20_->port()))
@@ -234,11 +242,10 @@ TEST_F(GatewayTest, BadRequestsGetOpenAiErrors) {
 
 TEST_F(GatewayTest, UnreachableReplicaFailsOverAndAllDeadIs502) {
   const uint16_t dead = deadPort();
-  startGateway("  - name: half-dead\n    routing_strategy: round-robin\n    replicas:\n" +
-               replicaLine(dead, "V100") + replicaLine(a100_->port(), "A100") +
-               "  - name: all-dead\n    replicas:\n" + replicaLine(dead, "V100"));
+  startGateway("  - name: all-dead\n    replicas:\n" + replicaLine(dead, "V100"), "",
+               replicaLine(dead, "V100") + replicaLine(a100_->port(), "A100"));
   for (int i = 0; i < 6; ++i) {
-    const HttpResult r = post("/v1/chat/completions", chatBody("half-dead", 1));
+    const HttpResult r = post("/v1/chat/completions", chatBody("llama2-7b", 1));
     EXPECT_EQ(r.status, 200) << r.body;
     EXPECT_EQ(r.header("target-pod"), "127.0.0.1:" + std::to_string(a100_->port()));
   }
@@ -273,8 +280,10 @@ TEST_F(GatewayTest, LeastRequestSpreadsConcurrentStreams) {
   std::vector<std::thread> clients;
   for (int i = 0; i < kStreams; ++i) {
     clients.emplace_back([&, i] {
+      Headers headers = kJson;
+      headers.emplace_back("routing-strategy", "least-request");
       const StreamResult r = streamRequest(port(), "POST", "/v1/chat/completions",
-                                           chatBody("llama2-7b", 30, true), kJson, 30s);
+                                           chatBody("llama2-7b", 30, true), headers, 30s);
       if (r.status == 200) pods[i] = r.header("target-pod");
     });
     std::this_thread::sleep_for(10ms);  // staggered arrivals, all overlapping
@@ -301,17 +310,28 @@ TEST_F(GatewayTest, EngineTelemetryIsScraped) {
 
 TEST_F(GatewayTest, ReloadAppliesAGoodFileAndRejectsABadOne) {
   startGateway();
-  rewriteConfig(config_text_ + "  - name: added\n    replicas:\n" +
-                replicaLine(l20_->port(), "L20"));
+  const std::string l20 = "127.0.0.1:" + std::to_string(l20_->port());
+  // The new file keeps only the L20 replica and adds a model.
+  rewriteConfig(configText("  - name: added\n    replicas: []\n", "",
+                           replicaLine(l20_->port(), "L20")));
   EXPECT_TRUE(waitUntil(
-      [&] { return post("/v1/chat/completions", chatBody("added", 1)).status == 200; }, 5s));
+      [&] { return httpRequest(port(), "GET", "/v1/models").body.find("added") !=
+                   std::string::npos; },
+      5s));
+  for (int i = 0; i < 4; ++i) {
+    const HttpResult r = post("/v1/chat/completions", chatBody("llama2-7b", 1));
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.header("target-pod"), l20);
+  }
 
   rewriteConfig("models: [ this is not valid");
   gateway_->child().sendSignal(SIGHUP);
-  // The old fleet stays in service.
   std::this_thread::sleep_for(300ms);  // give a (wrong) reload the chance to happen
-  EXPECT_EQ(post("/v1/chat/completions", chatBody("added", 1)).status, 200);
-  EXPECT_EQ(post("/v1/chat/completions", chatBody("llama2-7b", 1)).status, 200);
+  // The old fleet stays in service.
+  EXPECT_NE(httpRequest(port(), "GET", "/v1/models").body.find("added"), std::string::npos);
+  const HttpResult r = post("/v1/chat/completions", chatBody("llama2-7b", 1));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.header("target-pod"), l20);
 }
 
 TEST_F(GatewayTest, SigtermLetsStreamsInFlightFinish) {
