@@ -112,8 +112,7 @@ TEST(OpenAiEmulationTest, MetricsHaveHelpTypeAndValues) {
             std::string::npos);
   std::string sglang = renderMetrics(Flavor::kSglang, "m", load, {7, 9});
   EXPECT_NE(sglang.find("sglang:token_usage{model_name=\"m\"} 0.25\n"), std::string::npos);
-  EXPECT_NE(sglang.find("sglang:generation_tokens_total{model_name=\"m\"} 9\n"),
-            std::string::npos);
+  EXPECT_NE(sglang.find("sglang:generation_tokens_total{model_name=\"m\"} 9\n"), std::string::npos);
 }
 
 }  // namespace
