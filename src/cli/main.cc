@@ -1,5 +1,4 @@
 #include <CLI/CLI.hpp>
-
 #include <memory>
 
 #include "core/version.h"

@@ -1,13 +1,13 @@
 #include "engine/engine_command.h"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <cstdio>
 #include <exception>
 #include <memory>
 #include <optional>
 #include <string_view>
-
-#include <fmt/format.h>
 
 #include "engine/engine_server.h"
 #include "engine/fixed_rate_model.h"

@@ -1,5 +1,9 @@
 #include "engine/engine_server.h"
 
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -12,8 +16,6 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
-
-#include <algorithm>
 #include <csignal>
 #include <exception>
 #include <string_view>
@@ -21,9 +23,6 @@
 #include <unordered_set>
 #include <utility>
 #include <vector>
-
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 namespace switchyard::engine {
 namespace {
@@ -88,7 +87,8 @@ class EngineServer::Impl {
     acceptor_.bind(endpoint);
     acceptor_.listen(asio::socket_base::max_listen_connections);
     tcp::endpoint bound = acceptor_.local_endpoint();
-    if (bound.address().is_v6()) return fmt::format("[{}]:{}", bound.address().to_string(), bound.port());
+    if (bound.address().is_v6())
+      return fmt::format("[{}]:{}", bound.address().to_string(), bound.port());
     return fmt::format("{}:{}", bound.address().to_string(), bound.port());
   }
 
@@ -252,9 +252,9 @@ class EngineServer::Impl {
 
     if (path == "/v1/chat/completions" || path == "/v1/completions") {
       if (!expect(http::verb::post)) co_return co_await methodNotAllowed(stream, request);
-      co_return co_await serveGeneration(stream, request,
-                                         path == "/v1/completions" ? Endpoint::kCompletions
-                                                                   : Endpoint::kChatCompletions);
+      co_return co_await serveGeneration(
+          stream, request,
+          path == "/v1/completions" ? Endpoint::kCompletions : Endpoint::kChatCompletions);
     }
     if (path == "/v1/embeddings") {
       if (!expect(http::verb::post)) co_return co_await methodNotAllowed(stream, request);
@@ -284,16 +284,14 @@ class EngineServer::Impl {
     co_return co_await writeError(stream, http::status::method_not_allowed, request.version(),
                                   request.keep_alive(),
                                   fmt::format("Method {} not allowed for {}",
-                                              request.method_string(),
-                                              pathOf(request.target())));
+                                              request.method_string(), pathOf(request.target())));
   }
 
   asio::awaitable<bool> modelNotFound(beast::tcp_stream& stream, const Request& request,
                                       std::string_view model) {
-    co_return co_await writeError(stream, http::status::not_found, request.version(),
-                                  request.keep_alive(),
-                                  fmt::format("The model `{}` does not exist.", model),
-                                  "NotFoundError");
+    co_return co_await writeError(
+        stream, http::status::not_found, request.version(), request.keep_alive(),
+        fmt::format("The model `{}` does not exist.", model), "NotFoundError");
   }
 
   asio::awaitable<bool> serveGeneration(beast::tcp_stream& stream, Request& request,
@@ -387,8 +385,8 @@ class EngineServer::Impl {
     int64_t tokens = 0;
     for (const EmbeddingInput& input : parsed.value->inputs) tokens += input.tokens;
     counters_.prompt_tokens_total += tokens;
-    auto cost = std::min<std::chrono::microseconds>(kEmbeddingMaxCost,
-                                                    kEmbeddingFixedCost + kEmbeddingPerToken * tokens);
+    auto cost = std::min<std::chrono::microseconds>(
+        kEmbeddingMaxCost, kEmbeddingFixedCost + kEmbeddingPerToken * tokens);
     asio::steady_timer delay(ioc_, cost);
     timers_.insert(&delay);
     auto [ec] = co_await delay.async_wait(kAwait);
@@ -413,8 +411,8 @@ class EngineServer::Impl {
     co_return !ec && keep_alive && !stopping_;
   }
 
-  asio::awaitable<bool> writeError(beast::tcp_stream& stream, http::status status,
-                                   unsigned version, bool keep_alive, std::string_view message,
+  asio::awaitable<bool> writeError(beast::tcp_stream& stream, http::status status, unsigned version,
+                                   bool keep_alive, std::string_view message,
                                    std::string_view type = "invalid_request_error") {
     co_return co_await write(stream, status, version, keep_alive, "application/json",
                              renderError(message, type));
@@ -422,7 +420,8 @@ class EngineServer::Impl {
 
   asio::awaitable<bool> writeChunk(beast::tcp_stream& stream, std::string event) {
     stream.expires_after(options_.write_timeout);
-    auto [ec, n] = co_await asio::async_write(stream, http::make_chunk(asio::buffer(event)), kAwait);
+    auto [ec, n] =
+        co_await asio::async_write(stream, http::make_chunk(asio::buffer(event)), kAwait);
     co_return !ec;
   }
 

@@ -1,13 +1,13 @@
 #include "engine/fixed_rate_model.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 namespace switchyard::engine {
 namespace {

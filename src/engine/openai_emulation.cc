@@ -1,12 +1,11 @@
 #include "engine/openai_emulation.h"
 
+#include <fmt/format.h>
 #include <simdjson.h>
 
 #include <cmath>
 #include <iterator>
 #include <utility>
-
-#include <fmt/format.h>
 
 namespace switchyard::engine {
 namespace {
@@ -19,10 +18,10 @@ constexpr int kEmbeddingDims = 16;
 
 // A fixed vocabulary: every token is one word with its leading space, as BPE tokens often are.
 constexpr std::string_view kVocabulary[] = {
-    " the",    " a",      " engine", " token",  " model",   " fleet", " route",  " request",
-    " of",     " and",    " to",     " in",     " switch",  " yard",  " GPU",    " batch",
-    " cache",  " is",     " fast",   " slow",   " replica", " load",  " queue",  " stream",
-    " first",  " second", " data",   " will",   " can",     " runs",  " on",     " every",
+    " the",   " a",      " engine", " token", " model",   " fleet", " route", " request",
+    " of",    " and",    " to",     " in",    " switch",  " yard",  " GPU",   " batch",
+    " cache", " is",     " fast",   " slow",  " replica", " load",  " queue", " stream",
+    " first", " second", " data",   " will",  " can",     " runs",  " on",    " every",
 };
 
 struct TextStats {
@@ -54,7 +53,8 @@ void reservePadding(std::string& body) {
 
 // Reads a string, an array of strings, an array of token ids or an array of such arrays.
 // Adds the text of each prompt to `per_input` (one entry per prompt) and returns "" or an error.
-std::string readPrompts(od::value value, std::string_view field, std::vector<TextStats>& per_input) {
+std::string readPrompts(od::value value, std::string_view field,
+                        std::vector<TextStats>& per_input) {
   od::json_type type;
   if (auto error = value.type().get(type)) return invalidJson(error);
   if (type == od::json_type::string) {
@@ -176,15 +176,17 @@ void appendUsage(std::string& out, int prompt_tokens, int completion_tokens) {
 
 void appendChunkHead(std::string& out, const ResponseIdentity& identity) {
   const bool chat = identity.endpoint == Endpoint::kChatCompletions;
-  fmt::format_to(std::back_inserter(out), R"(data: {{"id":"{}","object":"{}","created":{},"model":"{}",)",
-                 identity.id, chat ? "chat.completion.chunk" : "text_completion",
-                 identity.created, jsonEscape(identity.model));
+  fmt::format_to(std::back_inserter(out),
+                 R"(data: {{"id":"{}","object":"{}","created":{},"model":"{}",)", identity.id,
+                 chat ? "chat.completion.chunk" : "text_completion", identity.created,
+                 jsonEscape(identity.model));
 }
 
 void appendMetric(std::string& out, std::string_view name, std::string_view type,
                   std::string_view help, std::string_view model, double value) {
-  fmt::format_to(std::back_inserter(out), "# HELP {0} {1}\n# TYPE {0} {2}\n{0}{{model_name=\"{3}\"}} {4}\n",
-                 name, help, type, model, value);
+  fmt::format_to(std::back_inserter(out),
+                 "# HELP {0} {1}\n# TYPE {0} {2}\n{0}{{model_name=\"{3}\"}} {4}\n", name, help,
+                 type, model, value);
 }
 
 }  // namespace
@@ -219,7 +221,8 @@ Parsed<GenerationRequest> RequestParser::generation(Endpoint endpoint, std::stri
   std::optional<int64_t> max_tokens;
   std::optional<int64_t> max_completion_tokens;
   bool have_input = false;
-  const std::string_view input_field = endpoint == Endpoint::kChatCompletions ? "messages" : "prompt";
+  const std::string_view input_field =
+      endpoint == Endpoint::kChatCompletions ? "messages" : "prompt";
   for (auto field_result : object) {
     od::field field;
     if (auto error = std::move(field_result).get(field)) return failure<Result>(invalidJson(error));
@@ -451,13 +454,13 @@ std::string renderMetrics(Flavor flavor, std::string_view model, const EngineLoa
     appendMetric(out, "vllm:generation_tokens_total", "counter",
                  "Number of generation tokens processed.", label, generation);
   } else {
-    appendMetric(out, "sglang:num_running_reqs", "gauge", "The number of running requests.",
-                 label, load.running);
+    appendMetric(out, "sglang:num_running_reqs", "gauge", "The number of running requests.", label,
+                 load.running);
     appendMetric(out, "sglang:num_queue_reqs", "gauge",
                  "The number of requests in the waiting queue.", label, load.waiting);
     appendMetric(out, "sglang:token_usage", "gauge", "The token usage.", label, load.kv_usage);
-    appendMetric(out, "sglang:prompt_tokens_total", "counter", "Number of prefill tokens processed.",
-                 label, prompt);
+    appendMetric(out, "sglang:prompt_tokens_total", "counter",
+                 "Number of prefill tokens processed.", label, prompt);
     appendMetric(out, "sglang:generation_tokens_total", "counter",
                  "Number of generation tokens processed.", label, generation);
   }
@@ -472,11 +475,21 @@ std::string jsonEscape(std::string_view text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           fmt::format_to(std::back_inserter(out), "\\u{:04x}", static_cast<int>(c));

@@ -1,8 +1,7 @@
 // `switchyard engine` end to end: the real binary on an OS-chosen loopback port, driven over HTTP.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <simdjson.h>
-
-#include <gtest/gtest.h>
 
 #include <cmath>
 #include <optional>
@@ -112,13 +111,13 @@ TEST(EngineIntegrationTest, SigintWhileStreamingStillExitsZero) {
   ASSERT_EQ(ports.size(), 1u);
   HttpClient client(ports[0]);
   bool signalled = false;
-  StreamResult stream = client.stream(
-      "POST", "/v1/completions", R"({"prompt":"x","max_tokens":1000,"stream":true})", {},
-      [&](const StreamPiece&) {
-        if (!signalled) process->sendSignal(SIGINT);
-        signalled = true;
-        return true;
-      });
+  StreamResult stream =
+      client.stream("POST", "/v1/completions", R"({"prompt":"x","max_tokens":1000,"stream":true})",
+                    {}, [&](const StreamPiece&) {
+                      if (!signalled) process->sendSignal(SIGINT);
+                      signalled = true;
+                      return true;
+                    });
   EXPECT_TRUE(signalled);
   EXPECT_FALSE(stream.ok());  // the server closed the stream instead of finishing it
   EXPECT_EQ(process->waitExit(deadlineIn(5s)), std::optional<int>(0));
@@ -218,10 +217,10 @@ TEST(EngineIntegrationTest, NonStreamingResponsesCarryUsage) {
   ASSERT_NE(engine.port(), 0);
   simdjson::dom::parser parser;
 
-  HttpResult chat = httpRequest(
-      engine.port(), "POST", "/v1/chat/completions",
-      R"({"model":"tiny-model","messages":[{"role":"system","content":"abcde"},)"
-      R"({"role":"user","content":"fghij"}],"max_completion_tokens":7})");
+  HttpResult chat =
+      httpRequest(engine.port(), "POST", "/v1/chat/completions",
+                  R"({"model":"tiny-model","messages":[{"role":"system","content":"abcde"},)"
+                  R"({"role":"user","content":"fghij"}],"max_completion_tokens":7})");
   ASSERT_TRUE(chat.ok()) << chat.error;
   EXPECT_EQ(chat.status, 200);
   EXPECT_EQ(chat.header("content-type"), "application/json");
@@ -266,8 +265,8 @@ TEST(EngineIntegrationTest, EmbeddingsModelsAndHealth) {
   EXPECT_NEAR(norm, 1.0, 1e-3);
   EXPECT_EQ(int64_t(response["usage"]["prompt_tokens"]), 2 + 3);
 
-  HttpResult again = httpRequest(engine.port(), "POST", "/v1/embeddings",
-                                 R"({"input":["hello","hello world!"]})");
+  HttpResult again =
+      httpRequest(engine.port(), "POST", "/v1/embeddings", R"({"input":["hello","hello world!"]})");
   EXPECT_EQ(again.body, embeddings.body);  // deterministic
 
   HttpResult models = httpRequest(engine.port(), "GET", "/v1/models");
@@ -293,8 +292,7 @@ TEST(EngineIntegrationTest, VllmMetricsTrackRunningRequestsAndTokens) {
         "switchyard_engine_busy_seconds_total"}) {
     EXPECT_NE(idle.body.find(std::string("# HELP ") + name + " "), std::string::npos) << name;
     EXPECT_NE(idle.body.find(std::string("# TYPE ") + name + " "), std::string::npos) << name;
-    EXPECT_NE(idle.body.find(std::string(name) + "{model_name=\"llama2-7b\"} "),
-              std::string::npos)
+    EXPECT_NE(idle.body.find(std::string(name) + "{model_name=\"llama2-7b\"} "), std::string::npos)
         << name;
   }
   EXPECT_EQ(metricValue(idle.body, "vllm:num_requests_running"), 0.0);
@@ -304,8 +302,8 @@ TEST(EngineIntegrationTest, VllmMetricsTrackRunningRequestsAndTokens) {
   HttpClient client(engine.port());
   StreamResult stream = client.stream(
       "POST", "/v1/completions",
-      R"({"prompt":"a prompt of some forty characters.......","max_tokens":40,"stream":true})",
-      {}, [&](const StreamPiece&) {
+      R"({"prompt":"a prompt of some forty characters.......","max_tokens":40,"stream":true})", {},
+      [&](const StreamPiece&) {
         if (!running_during) {
           HttpResult metrics = httpRequest(engine.port(), "GET", "/metrics");
           running_during = metricValue(metrics.body, "vllm:num_requests_running");
@@ -333,10 +331,9 @@ TEST(EngineIntegrationTest, SglangFlavorUsesSglangMetricNames) {
   ASSERT_NE(engine.port(), 0);
   HttpResult metrics = httpRequest(engine.port(), "GET", "/metrics");
   ASSERT_TRUE(metrics.ok()) << metrics.error;
-  for (const char* name :
-       {"sglang:num_running_reqs", "sglang:num_queue_reqs", "sglang:token_usage",
-        "sglang:prompt_tokens_total", "sglang:generation_tokens_total",
-        "switchyard_engine_busy_seconds_total"}) {
+  for (const char* name : {"sglang:num_running_reqs", "sglang:num_queue_reqs", "sglang:token_usage",
+                           "sglang:prompt_tokens_total", "sglang:generation_tokens_total",
+                           "switchyard_engine_busy_seconds_total"}) {
     EXPECT_NE(metrics.body.find(std::string("# TYPE ") + name + " "), std::string::npos) << name;
     EXPECT_EQ(metricValue(metrics.body, name), 0.0) << name;
   }
@@ -350,13 +347,13 @@ TEST(EngineIntegrationTest, ClientDisconnectCancelsTheRequest) {
   ASSERT_NE(engine.port(), 0);
   HttpClient client(engine.port());
   int pieces = 0;
-  StreamResult stream = client.stream(
-      "POST", "/v1/completions", R"({"prompt":"x","max_tokens":500,"stream":true})", {},
-      [&](const StreamPiece&) { return ++pieces < 2; });
+  StreamResult stream =
+      client.stream("POST", "/v1/completions", R"({"prompt":"x","max_tokens":500,"stream":true})",
+                    {}, [&](const StreamPiece&) { return ++pieces < 2; });
   EXPECT_EQ(pieces, 2);
   // The engine notices at its next write (~40 ms later) and cancels the request in the model.
-  EXPECT_TRUE(waitForMetric(engine.port(), "vllm:num_requests_running",
-                            [](double v) { return v == 0; }, deadlineIn(5s)));
+  EXPECT_TRUE(waitForMetric(
+      engine.port(), "vllm:num_requests_running", [](double v) { return v == 0; }, deadlineIn(5s)));
   HttpResult metrics = httpRequest(engine.port(), "GET", "/metrics");
   std::optional<double> generated = metricValue(metrics.body, "vllm:generation_tokens_total");
   ASSERT_TRUE(generated.has_value());
@@ -388,15 +385,14 @@ TEST(EngineIntegrationTest, ErrorsUseTheOpenAiEnvelope) {
 
   expect_error(httpRequest(engine.port(), "POST", "/v1/completions", "not json at all"), 400);
   expect_error(httpRequest(engine.port(), "POST", "/v1/completions", "[1,2]"), 400);
-  expect_error(httpRequest(engine.port(), "POST", "/v1/completions",
-                           R"({"prompt":"x","max_tokens":0})"),
-               400);
-  expect_error(httpRequest(engine.port(), "POST", "/v1/chat/completions", R"({"model":"x"})"),
-               400);
+  expect_error(
+      httpRequest(engine.port(), "POST", "/v1/completions", R"({"prompt":"x","max_tokens":0})"),
+      400);
+  expect_error(httpRequest(engine.port(), "POST", "/v1/chat/completions", R"({"model":"x"})"), 400);
   expect_error(httpRequest(engine.port(), "POST", "/v1/embeddings", R"({"input":5})"), 400);
-  expect_error(httpRequest(engine.port(), "POST", "/v1/completions",
-                           R"({"model":"other","prompt":"x"})"),
-               404);
+  expect_error(
+      httpRequest(engine.port(), "POST", "/v1/completions", R"({"model":"other","prompt":"x"})"),
+      404);
   expect_error(httpRequest(engine.port(), "GET", "/v1/chat/completions"), 405);
 }
 
@@ -408,11 +404,12 @@ TEST(EngineIntegrationTest, KeepAliveReusesOneConnectionUntilIdleTimeout) {
   ASSERT_TRUE(first.ok()) << first.error;
   uint16_t local_port = client.localPort();
   ASSERT_NE(local_port, 0);
-  HttpResult second = client.request("POST", "/v1/completions", R"({"prompt":"hi","max_tokens":2})");
+  HttpResult second =
+      client.request("POST", "/v1/completions", R"({"prompt":"hi","max_tokens":2})");
   ASSERT_TRUE(second.ok()) << second.error;
   EXPECT_EQ(second.status, 200);
-  StreamResult third = client.stream("POST", "/v1/completions",
-                                     R"({"prompt":"hi","max_tokens":2,"stream":true})");
+  StreamResult third =
+      client.stream("POST", "/v1/completions", R"({"prompt":"hi","max_tokens":2,"stream":true})");
   ASSERT_TRUE(third.ok()) << third.error;
   EXPECT_TRUE(client.isOpen());
   EXPECT_EQ(client.localPort(), local_port);  // the same TCP connection served all three

@@ -7,14 +7,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
-
-#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
@@ -240,8 +239,7 @@ struct HttpClient::Impl {
     if (!body.empty() || method == "POST" || method == "PUT") request.prepare_payload();
     boost::system::error_code result;
     stream.expires_after(timeout);
-    http::async_write(stream, request,
-                      [&](boost::system::error_code ec, size_t) { result = ec; });
+    http::async_write(stream, request, [&](boost::system::error_code ec, size_t) { result = ec; });
     runAll();
     if (result) {
       closed = true;

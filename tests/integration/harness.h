@@ -106,9 +106,8 @@ class HttpClient {
   // Connects on first use; after the server closes the connection, requests fail (no reconnect).
   HttpResult request(std::string_view method, std::string_view target, std::string_view body = {},
                      const Headers& headers = {});
-  StreamResult stream(std::string_view method, std::string_view target,
-                      std::string_view body = {}, const Headers& headers = {},
-                      const PieceCallback& on_piece = {});
+  StreamResult stream(std::string_view method, std::string_view target, std::string_view body = {},
+                      const Headers& headers = {}, const PieceCallback& on_piece = {});
   bool isOpen() const;
   uint16_t localPort() const;  // 0 when not connected
   // True if the server closes the (idle) connection before the deadline.
