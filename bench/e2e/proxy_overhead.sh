@@ -281,7 +281,7 @@ measure() {  # target concurrency run
   rps="$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")"
   p50="$(awk '$1 == "50%" {print $2}' <<<"$out")"
   p99="$(awk '$1 == "99%" {print $2}' <<<"$out")"
-  [ -n "$rps" ] && [ -n "$p50" ] && [ -n "$p99" ] || die "cannot parse wrk output: $out"
+  if [ -z "$rps" ] || [ -z "$p50" ] || [ -z "$p99" ]; then die "cannot parse wrk output: $out"; fi
   # Non-2xx answers and socket errors make a run's figures meaningless: count them and show them.
   errors="$(awk '/Non-2xx or 3xx responses:/ {e += $NF}
                  /Socket errors:/ {for (i = 3; i <= NF; i += 2) e += $(i + 1)}
