@@ -1,0 +1,356 @@
+#!/usr/bin/env bash
+# Proxy overhead: what one Switchyard worker adds in front of an engine, next to one nginx worker
+# doing plain reverse proxying to the same backend.
+#
+# Three targets answer the same OpenAI-shaped chat completion:
+#   backend     an nginx returning a fixed ~180-byte JSON body (the baseline: no proxy)
+#   nginx       nginx as a reverse proxy to that backend (upstream keep-alive pool of 64)
+#   switchyard  `switchyard gateway` with 1 worker in front of the same backend
+# wrk (1 thread, connections = concurrency) POSTs a ~100-byte chat body to each, at concurrency
+# 1, 32 and 256, interleaved per run (backend, nginx, switchyard, backend, ...) so drift hits all
+# three equally; the table shows medians over runs. Only 127.0.0.1 is used.
+#
+# Environment: BENCH_DURATION (wrk duration, default 5s), BENCH_RUNS (default 3),
+#              SWITCHYARD (binary, default build/release/switchyard).
+# Exit status: non-zero when something is broken (setup, wrong Switchyard response); a missed
+# performance goal is reported as MISS but does not fail the script.
+set -euo pipefail
+
+readonly DURATION="${BENCH_DURATION:-5s}"
+readonly RUNS="${BENCH_RUNS:-3}"
+readonly CONCURRENCIES=(1 32 256)
+readonly WARMUP="1s"
+
+cd "$(dirname "$0")/../.."
+readonly SWITCHYARD="${SWITCHYARD:-build/release/switchyard}"
+
+die() { echo "proxy_overhead: $*" >&2; exit 1; }
+
+for tool in nginx wrk curl python3; do
+  command -v "$tool" >/dev/null || die "$tool not found (run scripts/install-deps.sh)"
+done
+[ -x "$SWITCHYARD" ] || die "$SWITCHYARD not built (run make build)"
+[[ "$RUNS" =~ ^[1-9][0-9]*$ ]] || die "BENCH_RUNS must be a positive integer"
+# wrk duration: digits with an optional s/m/h unit; converted to seconds for the timeouts below.
+[[ "$DURATION" =~ ^([0-9]+)([smh]?)$ ]] || die "BENCH_DURATION must look like 5s, 30s or 1m"
+duration_s="${BASH_REMATCH[1]}"
+case "${BASH_REMATCH[2]}" in m) duration_s=$((duration_s * 60)) ;; h) duration_s=$((duration_s * 3600)) ;; esac
+readonly WRK_TIMEOUT=$((duration_s + 30))
+
+# ---------------------------------------------------------------------------------------------
+# Process bookkeeping: everything started here is killed on any exit.
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/switchyard-bench.XXXXXX")"
+chmod 755 "$WORK"
+PIDS=()
+cleanup() {
+  local status=$?
+  trap - EXIT INT TERM
+  for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${PIDS[@]}"; do
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  rm -rf "$WORK"
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# ---------------------------------------------------------------------------------------------
+# Machine and pinning.
+NPROC="$(nproc)"
+CPU_MODEL="$(awk -F': *' '/^model name/ {print $2; exit}' /proc/cpuinfo)"
+PIN_CLIENT=()
+PIN_BACKEND=()
+PIN_PROXY=()
+if [ "$NPROC" -ge 2 ] && command -v taskset >/dev/null; then
+  PIN_CLIENT=(taskset -c 0)
+  PIN_BACKEND=(taskset -c 0)
+  PIN_PROXY=(taskset -c 1)
+  if [ "$NPROC" -ge 3 ]; then PIN_BACKEND=(taskset -c 2); fi
+fi
+
+echo "command: BENCH_DURATION=$DURATION BENCH_RUNS=$RUNS bash $0${*:+ $*}"
+echo "machine: nproc=$NPROC cpu=\"$CPU_MODEL\" kernel=$(uname -r)"
+echo "switchyard: $("$SWITCHYARD" --version 2>/dev/null || echo unknown) ($SWITCHYARD)"
+echo "versions: $(nginx -v 2>&1) $(wrk -v 2>&1 | head -1 | awk '{print $1, $2}')"
+if [ ${#PIN_CLIENT[@]} -gt 0 ]; then
+  if [ "$NPROC" -ge 3 ]; then
+    echo "pinning: wrk on CPU0, backend nginx on CPU2, proxy (nginx or switchyard) on CPU1"
+  else
+    echo "pinning: wrk and backend nginx share CPU0 (only 2 cores), proxy (nginx or switchyard) on CPU1"
+  fi
+else
+  echo "pinning: none (1 core or no taskset): client, backend and proxy share the CPU"
+fi
+echo "load: wrk -t1 -c{$(IFS=,; echo "${CONCURRENCIES[*]}")} -d$DURATION --latency, POST /v1/chat/completions," \
+  "$RUNS interleaved runs per target, $WARMUP warm-up per target"
+echo
+
+free_port() {
+  python3 -c 'import socket
+s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+# ---------------------------------------------------------------------------------------------
+# Backend: a fixed OpenAI-shaped chat completion for any location.
+readonly BACKEND_BODY='{"id":"cmpl-1","object":"chat.completion","model":"llama2-7b","choices":[{"message":{"role":"assistant","content":"ok"}}],"usage":{"prompt_tokens":13,"completion_tokens":1,"total_tokens":14}}'
+readonly REQUEST_BODY='{"model":"llama2-7b","messages":[{"role":"user","content":"Say this is a test!"}]}'
+
+BACKEND_PORT="$(free_port)"
+NGINX_PORT="$(free_port)"
+[ "$BACKEND_PORT" != "$NGINX_PORT" ] || NGINX_PORT="$(free_port)"
+
+# Common nginx prologue: everything nginx writes stays in $WORK/<name>.
+nginx_prologue() {
+  local name=$1
+  mkdir -p "$WORK/$name"
+  cat <<EOF
+worker_processes 1;
+daemon off;
+pid $WORK/$name/nginx.pid;
+error_log $WORK/$name/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $WORK/$name/client_body;
+  proxy_temp_path $WORK/$name/proxy;
+  fastcgi_temp_path $WORK/$name/fastcgi;
+  uwsgi_temp_path $WORK/$name/uwsgi;
+  scgi_temp_path $WORK/$name/scgi;
+  keepalive_requests 100000000;
+  keepalive_timeout 75s;
+EOF
+}
+
+{
+  nginx_prologue backend
+  cat <<EOF
+  server {
+    listen 127.0.0.1:$BACKEND_PORT reuseport;
+    location / {
+      default_type application/json;
+      return 200 '$BACKEND_BODY';
+    }
+  }
+}
+EOF
+} >"$WORK/backend.conf"
+
+{
+  nginx_prologue nginx
+  cat <<EOF
+  upstream backend {
+    server 127.0.0.1:$BACKEND_PORT;
+    keepalive 64;
+    keepalive_requests 100000000;
+  }
+  server {
+    listen 127.0.0.1:$NGINX_PORT reuseport;
+    location / {
+      proxy_pass http://backend;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+    }
+  }
+}
+EOF
+} >"$WORK/nginx.conf"
+
+cat >"$WORK/switchyard.yaml" <<EOF
+listen: 127.0.0.1:0
+admin_listen: 127.0.0.1:0
+workers: 1
+routing: { default_strategy: least-request }
+models:
+  - name: llama2-7b
+    replicas:
+      - address: 127.0.0.1:$BACKEND_PORT
+        labels: { gpu: A100 }
+EOF
+
+cat >"$WORK/chat.lua" <<EOF
+wrk.method = "POST"
+wrk.path = "/v1/chat/completions"
+wrk.headers["Content-Type"] = "application/json"
+wrk.body = '$REQUEST_BODY'
+EOF
+
+# Waits until a POST to the URL answers 200 (deadline 10 s).
+wait_ready() {
+  local name=$1 url=$2
+  for _ in $(seq 100); do
+    if curl -s -o /dev/null -w '%{http_code}' --max-time 1 -H 'Content-Type: application/json' \
+      -d "$REQUEST_BODY" "$url/v1/chat/completions" 2>/dev/null | grep -q '^200$'; then
+      return 0
+    fi
+    sleep 0.1
+  done
+  echo "--- $name logs:" >&2
+  cat "$WORK"/"$name"*/error.log "$WORK/$name".log 2>/dev/null | tail -20 >&2 || true
+  die "$name did not become ready at $url"
+}
+
+"${PIN_BACKEND[@]}" nginx -p "$WORK/backend" -e "$WORK/backend/error.log" -c "$WORK/backend.conf" \
+  >"$WORK/backend.log" 2>&1 &
+PIDS+=($!)
+"${PIN_PROXY[@]}" nginx -p "$WORK/nginx" -e "$WORK/nginx/error.log" -c "$WORK/nginx.conf" \
+  >"$WORK/nginx.log" 2>&1 &
+PIDS+=($!)
+"${PIN_PROXY[@]}" "$SWITCHYARD" gateway --config "$WORK/switchyard.yaml" \
+  >"$WORK/switchyard.out" 2>"$WORK/switchyard.log" &
+PIDS+=($!)
+
+SWITCHYARD_ADDR=""
+for _ in $(seq 100); do
+  SWITCHYARD_ADDR="$(awk '/^listening / {print $2; exit}' "$WORK/switchyard.out")"
+  [ -n "$SWITCHYARD_ADDR" ] && break
+  kill -0 "${PIDS[2]}" 2>/dev/null || break
+  sleep 0.1
+done
+if [ -z "$SWITCHYARD_ADDR" ]; then
+  tail -20 "$WORK/switchyard.log" >&2 || true
+  die "switchyard did not print its listening line"
+fi
+
+declare -A URL=(
+  [backend]="http://127.0.0.1:$BACKEND_PORT"
+  [nginx]="http://127.0.0.1:$NGINX_PORT"
+  [switchyard]="http://$SWITCHYARD_ADDR"
+)
+readonly TARGETS=(backend nginx switchyard)
+for t in "${TARGETS[@]}"; do wait_ready "$t" "${URL[$t]}"; done
+
+# ---------------------------------------------------------------------------------------------
+# Correctness: one request through Switchyard must return 200, the backend's body byte for byte,
+# and name the replica it went to in `target-pod`.
+check_switchyard() {
+  local headers="$WORK/check.headers" body="$WORK/check.body" code
+  code="$(curl -s --max-time 5 -D "$headers" -o "$body" -w '%{http_code}' \
+    -H 'Content-Type: application/json' -d "$REQUEST_BODY" \
+    "${URL[switchyard]}/v1/chat/completions")" || die "curl through switchyard failed"
+  [ "$code" = 200 ] || die "switchyard answered HTTP $code, expected 200"
+  [ "$(cat "$body")" = "$BACKEND_BODY" ] || {
+    echo "got body: $(head -c 400 "$body")" >&2
+    die "switchyard response body differs from the backend's"
+  }
+  local pod
+  pod="$(awk 'tolower($0) ~ /^target-pod:/ {sub(/^[^:]*: */, ""); sub(/\r$/, ""); print}' \
+    "$headers")"
+  [ -n "$pod" ] || { cat "$headers" >&2; die "switchyard response has no target-pod header"; }
+  [ "$pod" = "127.0.0.1:$BACKEND_PORT" ] ||
+    die "switchyard target-pod is '$pod', expected the backend 127.0.0.1:$BACKEND_PORT"
+  echo "check: switchyard answered 200 with the backend body (${#BACKEND_BODY} bytes)," \
+    "target-pod: $pod"
+}
+check_switchyard
+
+# ---------------------------------------------------------------------------------------------
+# Measurement.
+RESULTS="$WORK/results.tsv"   # concurrency target run rps p50_us p99_us errors
+: >"$RESULTS"
+
+# Converts a wrk latency ("812.00us", "1.23ms", "2.00s") to microseconds.
+to_us() {
+  awk -v v="$1" 'BEGIN {
+    n = v + 0
+    if (v ~ /us$/) m = 1; else if (v ~ /ms$/) m = 1000; else if (v ~ /m$/) m = 60000000;
+    else if (v ~ /s$/) m = 1000000; else m = 1
+    printf "%.1f", n * m
+  }'
+}
+
+# Runs wrk in the background and waits for it, so that a signal reaches the traps at once
+# rather than after wrk's run. Output goes to $WORK/wrk.out.
+run_wrk() {  # target concurrency duration
+  local target=$1 conns=$2 duration=$3 status=0
+  timeout --kill-after=5 "$WRK_TIMEOUT" "${PIN_CLIENT[@]}" wrk -t1 -c"$conns" -d"$duration" \
+    --latency -s "$WORK/chat.lua" "${URL[$target]}/v1/chat/completions" >"$WORK/wrk.out" 2>&1 &
+  PIDS+=($!)
+  wait "$!" || status=$?
+  unset 'PIDS[${#PIDS[@]}-1]'
+  return "$status"
+}
+
+measure() {  # target concurrency run
+  local target=$1 conns=$2 run=$3 out rps p50 p99 errors
+  run_wrk "$target" "$conns" "$DURATION" || die "wrk against $target failed: $(cat "$WORK/wrk.out")"
+  out="$(cat "$WORK/wrk.out")"
+  rps="$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")"
+  p50="$(awk '$1 == "50%" {print $2}' <<<"$out")"
+  p99="$(awk '$1 == "99%" {print $2}' <<<"$out")"
+  if [ -z "$rps" ] || [ -z "$p50" ] || [ -z "$p99" ]; then die "cannot parse wrk output: $out"; fi
+  # Non-2xx answers and socket errors make a run's figures meaningless: count them and show them.
+  errors="$(awk '/Non-2xx or 3xx responses:/ {e += $NF}
+                 /Socket errors:/ {for (i = 3; i <= NF; i += 2) e += $(i + 1)}
+                 END {print e + 0}' <<<"$out")"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$conns" "$target" "$run" "$rps" "$(to_us "$p50")" \
+    "$(to_us "$p99")" "$errors" >>"$RESULTS"
+  printf '  c=%-4s run %s %-10s %10.0f req/s  p50 %8s  p99 %8s  errors %s\n' \
+    "$conns" "$run" "$target" "$rps" "$p50" "$p99" "$errors"
+}
+
+for c in "${CONCURRENCIES[@]}"; do
+  for t in "${TARGETS[@]}"; do run_wrk "$t" "$c" "$WARMUP" || die "warm-up of $t failed"; done
+  for r in $(seq "$RUNS"); do
+    for t in "${TARGETS[@]}"; do measure "$t" "$c" "$r"; done
+  done
+done
+echo
+
+# Proxies must not have died or answered errors meanwhile.
+for i in 0 1 2; do
+  kill -0 "${PIDS[$i]}" 2>/dev/null || die "${TARGETS[$i]} exited during the benchmark"
+done
+check_switchyard >/dev/null
+
+# ---------------------------------------------------------------------------------------------
+# Report: medians per (concurrency, target), added latency over backend-direct, ratios.
+awk -F'\t' -v runs="$RUNS" '
+  function median(key,    n, i, j, tmp, a) {
+    n = cnt[key]
+    for (i = 1; i <= n; i++) a[i] = vals[key, i]
+    for (i = 2; i <= n; i++) { tmp = a[i]; for (j = i - 1; j >= 1 && a[j] > tmp; j--) a[j + 1] = a[j]; a[j + 1] = tmp }
+    return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+  }
+  function add(c, t, metric, v,    key) { key = c SUBSEP t SUBSEP metric; vals[key, ++cnt[key]] = v }
+  function med(c, t, metric) { return median(c SUBSEP t SUBSEP metric) }
+  function ratio(a, b) { return (b > 0 && a >= 0) ? sprintf("%.2f", a / b) : "n/a" }
+  {
+    add($1, $2, "rps", $4); add($1, $2, "p50", $5); add($1, $2, "p99", $6); errs[$1, $2] += $7
+    if (!seen[$1]++) order[++nc] = $1
+  }
+  END {
+    printf "Medians of %d interleaved runs (latency in microseconds; added = proxy minus backend-direct)\n", runs
+    printf "%-5s %-11s %10s %9s %9s %10s %10s %7s\n", "conns", "target", "RPS", "p50", "p99", "added p50", "added p99", "errors"
+    for (k = 1; k <= nc; k++) {
+      c = order[k]
+      d50 = med(c, "backend", "p50"); d99 = med(c, "backend", "p99")
+      split("backend nginx switchyard", ts, " ")
+      for (i = 1; i <= 3; i++) {
+        t = ts[i]
+        r = med(c, t, "rps"); p50 = med(c, t, "p50"); p99 = med(c, t, "p99")
+        if (t == "backend") { a50 = "-"; a99 = "-" }
+        else { a50 = sprintf("%.0f", p50 - d50); a99 = sprintf("%.0f", p99 - d99) }
+        printf "%-5s %-11s %10.0f %9.0f %9.0f %10s %10s %7d\n", c, t, r, p50, p99, a50, a99, errs[c, t]
+      }
+      rr = ratio(med(c, "switchyard", "rps"), med(c, "nginx", "rps"))
+      ar = ratio(med(c, "switchyard", "p99") - d99, med(c, "nginx", "p99") - d99)
+      printf "%-5s switchyard/nginx: RPS ratio %s, added p99 ratio %s\n\n", c, rr, ar
+      rps_ratio[c] = rr; p99_ratio[c] = ar
+    }
+    printf "goal at 32 connections: RPS ratio >= 0.80, added p99 ratio <= 1.50\n"
+    if (!(32 in rps_ratio)) { print "goal: not measured (no 32-connection runs)"; exit }
+    pass = (rps_ratio[32] != "n/a" && rps_ratio[32] + 0 >= 0.80 && p99_ratio[32] != "n/a" && p99_ratio[32] + 0 <= 1.50)
+    printf "goal: %s (RPS ratio %s, added p99 ratio %s)\n", pass ? "PASS" : "MISS", rps_ratio[32], p99_ratio[32]
+  }' "$RESULTS"
+
+total_errors="$(awk -F'\t' '{e += $7} END {print e + 0}' "$RESULTS")"
+if [ "$total_errors" -gt 0 ]; then
+  echo "warning: $total_errors non-2xx answers or socket errors during the runs (see the errors column)"
+fi
+echo "note: RPS differences under ~15 % and p99 differences under ~30 % are within run-to-run spread"
+echo "      on a 2-vCPU VM; with 2 cores the backend shares CPU0 with wrk, so 'added' latency"
+echo "      also includes the proxy's effect on that shared core."
