@@ -1,6 +1,7 @@
 #include <CLI/CLI.hpp>
 #include <memory>
 
+#include "cli/demo_command.h"
 #include "core/version.h"
 #include "engine/engine_command.h"
 #include "gateway/gateway.h"
@@ -36,7 +37,20 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"vllm", "sglang"}))
       ->capture_default_str();
 
+  // demo: the embedded default fleet + gateway + load (src/cli/demo_command.h).
+  switchyard::cli::DemoOptions demo_options;
+  CLI::App* demo = app.add_subcommand("demo", "Run an emulated heterogeneous fleet behind a gateway");
+  demo->add_option("--requests", demo_options.requests, "requests per strategy")
+      ->capture_default_str();
+  demo->add_option("--rate", demo_options.rate, "Poisson arrival rate, requests/s")
+      ->capture_default_str();
+  demo->add_option("--max-tokens", demo_options.max_tokens, "output tokens per request")
+      ->capture_default_str();
+  demo->add_option("--gpus", demo_options.gpus, "emulated GPU types, one replica each");
+  demo->add_option("--strategies", demo_options.strategies, "routing strategies to compare");
+
   CLI11_PARSE(app, argc, argv);
+  if (demo->parsed()) return switchyard::cli::runDemo(demo_options);
   if (gateway->parsed()) return switchyard::gateway::runGateway(gateway_options);
   if (engine_cmd->parsed()) return switchyard::engine::runEngineCommand(*engine_options);
   return 0;

@@ -178,7 +178,8 @@ double percentile(std::vector<double>& values, double p) {
 
 LoadReport runLoad(const LoadSpec& spec) { return Runner(spec).run(); }
 
-std::string formatReport(const LoadReport& report) {
+std::string formatReport(const LoadReport& report,
+                         const std::map<std::string, std::string>& labels) {
   struct Row {
     int requests = 0;
     int ok = 0;
@@ -199,13 +200,14 @@ std::string formatReport(const LoadReport& report) {
       }
     }
   }
-  std::string out = fmt::format("{:<22} {:>8} {:>6} {:>6} {:>8} {:>10} {:>10} {:>10} {:>10}\n",
-                                "target-pod", "requests", "share", "ok", "tokens",
+  std::string out = fmt::format("{:<22} {:>6} {:>8} {:>6} {:>6} {:>8} {:>10} {:>10} {:>10} {:>10}\n",
+                                "target-pod", "label", "requests", "share", "ok", "tokens",
                                 "ttft p50ms", "ttft p99ms", "e2e p50ms", "e2e p99ms");
   auto line = [&](const std::string& name, Row& row) {
     const double share = total.requests ? 100.0 * row.requests / total.requests : 0;
-    out += fmt::format("{:<22} {:>8} {:>5.1f}% {:>6} {:>8} {:>10} {:>10} {:>10} {:>10}\n", name,
-                       row.requests, share, row.ok, row.tokens, millis(percentile(row.ttft, 50)),
+    auto label = labels.find(name);
+    out += fmt::format("{:<22} {:>6} {:>8} {:>5.1f}% {:>6} {:>8} {:>10} {:>10} {:>10} {:>10}\n",
+                       name, label == labels.end() ? "" : label->second, row.requests, share, row.ok, row.tokens, millis(percentile(row.ttft, 50)),
                        millis(percentile(row.ttft, 99)), millis(percentile(row.e2e, 50)),
                        millis(percentile(row.e2e, 99)));
   };

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -50,8 +51,9 @@ struct LoadReport {
 LoadReport runLoad(const LoadSpec& spec);
 
 // A plain-text table: one row per target pod plus a total row, with request share, tokens,
-// TTFT and end-to-end percentiles.
-std::string formatReport(const LoadReport& report);
+// TTFT and end-to-end percentiles. `labels` optionally names each pod (e.g. its GPU type).
+std::string formatReport(const LoadReport& report,
+                         const std::map<std::string, std::string>& labels = {});
 
 // The p-th percentile (0..100) of `values` by nearest rank; NaN when empty. Sorts in place.
 double percentile(std::vector<double>& values, double p);

@@ -22,7 +22,7 @@ class Engine {
   explicit Engine(std::vector<std::string> extra_args = {}) {
     std::vector<std::string> args = {"engine", "--listen", "127.0.0.1:0"};
     args.insert(args.end(), extra_args.begin(), extra_args.end());
-    process_ = ChildProcess::switchyard(args);
+    process_ = spawnSwitchyard(args);
     std::vector<uint16_t> ports = process_->waitForListening(deadlineIn(kStartTimeout));
     if (ports.size() == 1) port_ = ports[0];
   }
@@ -93,7 +93,7 @@ bool waitForMetric(uint16_t port, const std::string& name, Predicate predicate,
 }
 
 TEST(EngineIntegrationTest, ListensOnAnOsChosenPortAndStopsCleanlyOnSigterm) {
-  auto process = ChildProcess::switchyard({"engine", "--listen", "127.0.0.1:0", "--gpu", "H100"});
+  auto process = spawnSwitchyard({"engine", "--listen", "127.0.0.1:0", "--gpu", "H100"});
   std::vector<uint16_t> ports = process->waitForListening(deadlineIn(kStartTimeout));
   ASSERT_EQ(ports.size(), 1u);
   EXPECT_NE(ports[0], 0);
@@ -106,7 +106,7 @@ TEST(EngineIntegrationTest, ListensOnAnOsChosenPortAndStopsCleanlyOnSigterm) {
 }
 
 TEST(EngineIntegrationTest, SigintWhileStreamingStillExitsZero) {
-  auto process = ChildProcess::switchyard({"engine", "--listen", "127.0.0.1:0"});
+  auto process = spawnSwitchyard({"engine", "--listen", "127.0.0.1:0"});
   std::vector<uint16_t> ports = process->waitForListening(deadlineIn(kStartTimeout));
   ASSERT_EQ(ports.size(), 1u);
   HttpClient client(ports[0]);
@@ -124,7 +124,7 @@ TEST(EngineIntegrationTest, SigintWhileStreamingStillExitsZero) {
 }
 
 TEST(EngineIntegrationTest, UnknownGpuIsAStartUpError) {
-  auto process = ChildProcess::switchyard({"engine", "--listen", "127.0.0.1:0", "--gpu", "TPU9"});
+  auto process = spawnSwitchyard({"engine", "--listen", "127.0.0.1:0", "--gpu", "TPU9"});
   EXPECT_TRUE(process->waitForListening(deadlineIn(kStartTimeout)).empty());
   EXPECT_EQ(process->waitExit(deadlineIn(5s)), std::optional<int>(2));
 }

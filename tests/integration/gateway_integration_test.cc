@@ -35,7 +35,7 @@ std::string chatBody(std::string_view model, int max_tokens, bool stream = false
 class Process {
  public:
   explicit Process(std::vector<std::string> args) {
-    process_ = ChildProcess::switchyard(std::move(args));
+    process_ = spawnSwitchyard(std::move(args));
     ports_ = process_->waitForListening(deadlineIn(kStartTimeout));
   }
   ~Process() {

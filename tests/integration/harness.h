@@ -20,53 +20,18 @@
 #include <utility>
 #include <vector>
 
+#include "core/child_process.h"
+
 namespace switchyard::testing {
 
 using namespace std::chrono_literals;
-using SteadyTime = std::chrono::steady_clock::time_point;
+using switchyard::deadlineIn;
+using switchyard::SteadyTime;
 
-inline SteadyTime deadlineIn(std::chrono::milliseconds timeout) {
-  return std::chrono::steady_clock::now() + timeout;
-}
+using switchyard::ChildProcess;
 
-// A child process with its stdout piped to us (drained continuously by a background thread, so a
-// chatty child never blocks) and its stderr shared with the test's stderr.
-// The destructor sends SIGTERM, waits up to 5 s, then SIGKILL; it always reaps the child.
-class ChildProcess {
- public:
-  // argv[0] is the program's path (no PATH search). Throws std::runtime_error if it cannot start.
-  explicit ChildProcess(std::vector<std::string> argv);
-  ~ChildProcess();
-  ChildProcess(const ChildProcess&) = delete;
-  ChildProcess& operator=(const ChildProcess&) = delete;
-
-  // SWITCHYARD_BINARY (the binary under test) with these arguments.
-  static std::unique_ptr<ChildProcess> switchyard(std::vector<std::string> args);
-
-  pid_t pid() const { return pid_; }
-  // Waits for a stdout line starting with "listening " and returns the port of each HOST:PORT
-  // token after it (e.g. "listening 127.0.0.1:4000 127.0.0.1:4001" -> {4000, 4001}). Empty when
-  // the deadline passes or stdout closes first.
-  std::vector<uint16_t> waitForListening(SteadyTime deadline);
-  // Every complete stdout line so far.
-  std::vector<std::string> stdoutLines() const;
-  void sendSignal(int signal);
-  // The exit code, or 128 + the signal number if a signal ended it; nullopt at the deadline.
-  std::optional<int> waitExit(SteadyTime deadline);
-
- private:
-  void drainStdout();
-
-  pid_t pid_ = -1;
-  int stdout_fd_ = -1;
-  std::optional<int> exit_status_;
-  mutable std::mutex mutex_;
-  std::condition_variable changed_;
-  std::vector<std::string> lines_;  // guarded by mutex_
-  bool stdout_closed_ = false;      // guarded by mutex_
-  bool stop_reader_ = false;        // guarded by mutex_
-  std::thread reader_;
-};
+// SWITCHYARD_BINARY (the binary under test) with these arguments.
+std::unique_ptr<ChildProcess> spawnSwitchyard(std::vector<std::string> args);
 
 using Headers = std::vector<std::pair<std::string, std::string>>;
 
