@@ -14,7 +14,7 @@ namespace {
 
 void routeBenchmark(benchmark::State& state, std::string_view strategy_name) {
   const int replicas = static_cast<int>(state.range(0));
-  fleet::ModelSpec model{"m", "", {}};
+  fleet::ModelSpec model{"m", "", {}, {}};
   for (int i = 0; i < replicas; ++i) {
     model.replicas.push_back({"10.0." + std::to_string(i / 250) + "." +
                                   std::to_string(i % 250) + ":8000",
@@ -25,9 +25,21 @@ void routeBenchmark(benchmark::State& state, std::string_view strategy_name) {
   auto snapshot = registry.latest();
   const fleet::ModelEntry& entry = snapshot->models[0];
   for (int i = 0; i < replicas; ++i) {
-    entry.replicas[i].state->counters().running.store((i * 7919) % 13);
+    auto& state = *entry.replicas[i].state;
+    state.counters().running.store((i * 7919) % 13);
+    state.counters().requests_total.store(100);
+    state.counters().output_tokens_total.store(20000);
+    state.counters().input_tokens_total.store(50000);
+    fleet::EngineSignals signals;
+    signals.running = 3;
+    signals.waiting = 1;
+    signals.kv_usage = 0.1 * (i % 9);
+    state.storeSignals(signals, 0);
+    if (i % 5) state.storeCapacity({1000.0 + 37 * (i % 11), 8000.0 + 11 * (i % 7), false});
   }
-  routing::RouteRequest request{routing::findStrategy(strategy_name), 0, -1};
+  routing::StrategySpec spec;
+  routing::parseStrategySpec(strategy_name, spec);
+  routing::RouteRequest request{&spec, 0, -1, {}};
   Rng rng(1);
   routing::RoutingScratch scratch;
   routing::route(*snapshot, entry, request, rng, scratch);  // grow the scratch space once
@@ -43,10 +55,22 @@ void routeBenchmark(benchmark::State& state, std::string_view strategy_name) {
 void BM_RouteRandom(benchmark::State& state) { routeBenchmark(state, "random"); }
 void BM_RouteRoundRobin(benchmark::State& state) { routeBenchmark(state, "round-robin"); }
 void BM_RouteLeastRequest(benchmark::State& state) { routeBenchmark(state, "least-request"); }
+void BM_RouteLeastKvCache(benchmark::State& state) { routeBenchmark(state, "least-kv-cache"); }
+void BM_RouteLoadBalance(benchmark::State& state) { routeBenchmark(state, "load-balance"); }
+void BM_RouteShapeAware(benchmark::State& state) {
+  routeBenchmark(state, "load-balance-shape-aware");
+}
+void BM_RouteBlend(benchmark::State& state) {
+  routeBenchmark(state, "least-request:1,least-kv-cache:1");
+}
 
 BENCHMARK(BM_RouteRandom)->Arg(8)->Arg(64)->Arg(512)->Arg(4096);
 BENCHMARK(BM_RouteRoundRobin)->Arg(8)->Arg(64)->Arg(512)->Arg(4096);
 BENCHMARK(BM_RouteLeastRequest)->Arg(8)->Arg(64)->Arg(512)->Arg(4096);
+BENCHMARK(BM_RouteLeastKvCache)->Arg(8)->Arg(64)->Arg(512)->Arg(4096);
+BENCHMARK(BM_RouteLoadBalance)->Arg(8)->Arg(64)->Arg(512)->Arg(4096);
+BENCHMARK(BM_RouteShapeAware)->Arg(8)->Arg(64)->Arg(512)->Arg(4096);
+BENCHMARK(BM_RouteBlend)->Arg(8)->Arg(64)->Arg(512)->Arg(4096);
 
 }  // namespace
 }  // namespace switchyard

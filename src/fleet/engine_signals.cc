@@ -40,7 +40,7 @@ struct Accumulator {
 }  // namespace
 
 EngineSignals parseEngineSignals(std::string_view prometheus_text) {
-  Accumulator running, waiting, kv_new, kv_old, sg_running, sg_waiting, sg_kv;
+  Accumulator running, waiting, kv_new, kv_old, kv_cpu, sg_running, sg_waiting, sg_kv;
   forEachPrometheusSample(prometheus_text, [&](const PrometheusSample& s) {
     // Cheap reject: every name we want carries an engine prefix ending in ':'.
     if (s.name.size() < 7) return;
@@ -52,6 +52,8 @@ EngineSignals parseEngineSignals(std::string_view prometheus_text) {
       kv_new.addFraction(s.value);
     } else if (s.name == "vllm:gpu_cache_usage_perc") {
       kv_old.addFraction(s.value);
+    } else if (s.name == "vllm:cpu_cache_usage_perc") {
+      kv_cpu.addFraction(s.value);
     } else if (s.name == "sglang:num_running_reqs") {
       sg_running.addCount(s.value);
     } else if (s.name == "sglang:num_queue_reqs") {
@@ -71,6 +73,7 @@ EngineSignals parseEngineSignals(std::string_view prometheus_text) {
   // Versions in transition export both KV names for the same quantity: the newer name wins
   // wherever it appears in the text, the older one is a fallback.
   out.kv_usage = kv_new.valid() ? kv_new.result() : pick(kv_old, sg_kv);
+  out.cpu_kv_usage = kv_cpu.result();
   return out;
 }
 

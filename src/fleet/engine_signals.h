@@ -18,15 +18,18 @@ struct EngineSignals {
   double running = kUnknown;   // requests in the engine's running batch
   double waiting = kUnknown;   // requests queued inside the engine
   double kv_usage = kUnknown;  // fraction of KV cache in use, 0..1
+  double cpu_kv_usage = kUnknown;  // fraction of the CPU (swap) KV cache in use, when exported
 
   bool hasRunning() const { return !std::isnan(running); }
   bool hasWaiting() const { return !std::isnan(waiting); }
   bool hasKvUsage() const { return !std::isnan(kv_usage); }
+  bool hasCpuKvUsage() const { return !std::isnan(cpu_kv_usage); }
 };
 
 // Maps the Prometheus text exposition of a vLLM or SGLang engine to EngineSignals.
 // Recognised names: vllm:num_requests_running, vllm:num_requests_waiting,
-// vllm:kv_cache_usage_perc (preferred) or the older vllm:gpu_cache_usage_perc;
+// vllm:kv_cache_usage_perc (preferred) or the older vllm:gpu_cache_usage_perc,
+// vllm:cpu_cache_usage_perc;
 // sglang:num_running_reqs, sglang:num_queue_reqs, sglang:token_usage.
 // When a metric has several label sets (e.g. one per model_name) the values are summed for
 // counts, and the maximum is taken for KV usage. Values outside their domain (negative counts,

@@ -23,9 +23,11 @@ bool splitHostPort(std::string_view address, std::string& host, uint16_t& port) 
 }
 
 void FleetRegistry::apply(const std::vector<ModelSpec>& models, TimeNs signal_max_age,
-                          const std::string& default_strategy) {
+                          const std::string& default_strategy,
+                          double auto_blend_load_balance_weight) {
   auto snapshot = std::make_shared<FleetSnapshot>();
   snapshot->default_strategy = default_strategy;
+  snapshot->auto_blend_load_balance_weight = auto_blend_load_balance_weight;
   std::lock_guard lock(mutex_);
   snapshot->version = version_.load(std::memory_order_relaxed) + 1;
   snapshot->signal_max_age = signal_max_age;
@@ -36,6 +38,7 @@ void FleetRegistry::apply(const std::vector<ModelSpec>& models, TimeNs signal_ma
     ModelEntry model;
     model.name = spec.name;
     model.routing_strategy = spec.routing_strategy;
+    model.load_balance = spec.load_balance;
     auto& cursor = kept_cursors[spec.name];
     if (auto it = cursors_.find(spec.name); it != cursors_.end()) cursor = it->second;
     if (!cursor) cursor = std::make_shared<ModelCursor>();

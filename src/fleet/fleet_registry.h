@@ -25,6 +25,7 @@ struct ReplicaSpec {
 struct ModelSpec {
   std::string name;
   std::string routing_strategy;
+  LoadBalanceParams load_balance;
   std::vector<ReplicaSpec> replicas;
 };
 
@@ -35,7 +36,7 @@ class FleetRegistry {
   // Control thread. Builds and publishes a snapshot for `models`. Addresses must already be
   // validated (host:port).
   void apply(const std::vector<ModelSpec>& models, TimeNs signal_max_age,
-             const std::string& default_strategy);
+             const std::string& default_strategy, double auto_blend_load_balance_weight = 1.0);
 
   // Any thread. The latest snapshot.
   std::shared_ptr<const FleetSnapshot> latest() const;

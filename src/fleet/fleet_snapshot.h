@@ -19,6 +19,13 @@
 
 namespace switchyard::fleet {
 
+// Knobs of the load-balance score (docs/routing.md); resolved per model at config load.
+struct LoadBalanceParams {
+  double queued_weight = 0.0;     // λ: weight of engine-queued requests
+  double kv_alpha = 2.0;          // α: strength of the KV-pressure penalty
+  double kv_critical_free = 0.10;  // below this free-KV fraction a replica scores +Inf
+};
+
 struct ReplicaEntry {
   std::shared_ptr<ReplicaState> state;
   std::map<std::string, std::string> labels;  // e.g. gpu: A100, engine: vllm
@@ -33,6 +40,7 @@ struct alignas(64) ModelCursor {
 struct ModelEntry {
   std::string name;
   std::string routing_strategy;  // per-model default; empty means the gateway default
+  LoadBalanceParams load_balance;
   std::vector<ReplicaEntry> replicas;
   std::shared_ptr<ModelCursor> cursor;
 };
@@ -46,6 +54,7 @@ struct FleetSnapshot {
   uint64_t version = 0;
   TimeNs signal_max_age = 0;  // engine signals older than this are unknown
   std::string default_strategy;  // used when neither the request nor the model names one
+  double auto_blend_load_balance_weight = 1.0;  // load-balance blended behind other strategies
   std::vector<ModelEntry> models;
   std::unordered_map<std::string, size_t, StringHash, std::equal_to<>> model_index;
 

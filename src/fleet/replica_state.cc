@@ -6,6 +6,7 @@ void ReplicaState::storeSignals(const EngineSignals& signals, TimeNs read_at) {
   engine_running_.store(signals.running, std::memory_order_relaxed);
   engine_waiting_.store(signals.waiting, std::memory_order_relaxed);
   kv_usage_.store(signals.kv_usage, std::memory_order_relaxed);
+  cpu_kv_usage_.store(signals.cpu_kv_usage, std::memory_order_relaxed);
   signals_read_at_.store(read_at, std::memory_order_relaxed);
   signals_valid_.store(true, std::memory_order_release);
 }
@@ -28,6 +29,7 @@ EngineSignals ReplicaState::signals(TimeNs now, TimeNs max_age, TimeNs* age, boo
   out.running = engine_running_.load(std::memory_order_relaxed);
   out.waiting = engine_waiting_.load(std::memory_order_relaxed);
   out.kv_usage = kv_usage_.load(std::memory_order_relaxed);
+  out.cpu_kv_usage = cpu_kv_usage_.load(std::memory_order_relaxed);
   return out;
 }
 

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include "core/clock.h"
@@ -23,6 +24,19 @@ struct alignas(64) ReplicaCounters {
   std::atomic<int64_t> output_tokens_total{0};
   std::atomic<int64_t> input_tokens_total{0};
   std::atomic<int64_t> upstream_errors_total{0};
+  // Inputs to capacity learning, added when a request completes.
+  std::atomic<int64_t> prefill_tokens_total{0};  // prompt tokens of streamed requests...
+  std::atomic<int64_t> prefill_ns_total{0};      // ...and their time to first byte
+  std::atomic<int64_t> tokenless_requests_total{0};  // completed with no output tokens
+  std::atomic<int64_t> tokenless_latency_ns_total{0};  // (embeddings): their latency
+};
+
+// What the capacity estimator has learned about a replica; NaN while unknown.
+struct LearnedCapacity {
+  double decode = std::numeric_limits<double>::quiet_NaN();   // output tokens/s, or requests/s
+                                                              // for tokenless (embedding) work
+  double prefill = std::numeric_limits<double>::quiet_NaN();  // prompt tokens/s
+  bool tokenless = false;  // `decode` is inverse request latency, not tokens/s
 };
 
 class ReplicaState {
@@ -50,6 +64,18 @@ class ReplicaState {
                         bool* fresh = nullptr) const;
   TimeNs lastScrapeFailureAt() const { return scrape_failed_at_.load(std::memory_order_relaxed); }
 
+  // Control thread writes what the capacity estimator learned; workers read it when scoring.
+  void storeCapacity(const LearnedCapacity& capacity) {
+    decode_capacity_.store(capacity.decode, std::memory_order_relaxed);
+    prefill_capacity_.store(capacity.prefill, std::memory_order_relaxed);
+    capacity_tokenless_.store(capacity.tokenless, std::memory_order_relaxed);
+  }
+  LearnedCapacity capacity() const {
+    return {decode_capacity_.load(std::memory_order_relaxed),
+            prefill_capacity_.load(std::memory_order_relaxed),
+            capacity_tokenless_.load(std::memory_order_relaxed)};
+  }
+
  private:
   const std::string name_;
   const std::string host_;
@@ -60,9 +86,14 @@ class ReplicaState {
   alignas(64) std::atomic<double> engine_running_{EngineSignals::kUnknown};
   std::atomic<double> engine_waiting_{EngineSignals::kUnknown};
   std::atomic<double> kv_usage_{EngineSignals::kUnknown};
+  std::atomic<double> cpu_kv_usage_{EngineSignals::kUnknown};
   std::atomic<TimeNs> signals_read_at_{-1};
   std::atomic<bool> signals_valid_{false};
   std::atomic<TimeNs> scrape_failed_at_{-1};
+
+  alignas(64) std::atomic<double> decode_capacity_{EngineSignals::kUnknown};
+  std::atomic<double> prefill_capacity_{EngineSignals::kUnknown};
+  std::atomic<bool> capacity_tokenless_{false};
 };
 
 }  // namespace switchyard::fleet

@@ -1,13 +1,15 @@
 #include "gateway/config.h"
 
+#include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sstream>
 
-#include "routing/strategy.h"
+#include "routing/strategy_spec.h"
 
 namespace switchyard::gateway {
 namespace {
@@ -21,11 +23,16 @@ void requireAddress(const std::string& address, const std::string& key) {
 }
 
 void requireStrategy(const std::string& name, const std::string& key) {
-  if (!name.empty() && routing::findStrategy(name) == nullptr) {
+  if (name.empty()) return;
+  routing::StrategySpec spec;
+  std::string_view bad;
+  if (routing::parseStrategySpec(name, spec, &bad) != routing::SpecError::kNone) {
     std::string known;
-    for (std::string_view n : routing::strategyNames()) known += (known.empty() ? "" : ", ") +
-                                                                 std::string(n);
-    throw ConfigError(key + ": unknown routing strategy '" + name + "' (known: " + known + ")");
+    for (std::string_view n : routing::strategyNames()) {
+      known += (known.empty() ? "" : ", ") + std::string(n);
+    }
+    throw ConfigError(key + ": invalid routing strategy '" + name + "' at '" + std::string(bad) +
+                      "' (known: " + known + "; blends look like a:2,b:1)");
   }
 }
 
@@ -42,6 +49,33 @@ TimeNs millis(const YAML::Node& node, const std::string& key) {
   const double ms = scalar<double>(node, key);
   if (!(ms > 0)) throw ConfigError(key + ": must be a positive number of milliseconds");
   return static_cast<TimeNs>(ms * kNsPerMs);
+}
+
+double number(const YAML::Node& node, const std::string& key, double lo, double hi) {
+  const double v = scalar<double>(node, key);
+  if (!(v >= lo && v <= hi)) {
+    throw ConfigError(fmt::format("{}: must be between {} and {}", key, lo, hi));
+  }
+  return v;
+}
+
+// Reads the keys present in `node` over `params` (absent keys keep their value).
+void parseLoadBalance(const YAML::Node& node, const std::string& where,
+                      fleet::LoadBalanceParams& params) {
+  if (!node.IsMap()) throw ConfigError(where + ": must be a mapping");
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const std::string key = it->first.as<std::string>();
+    const std::string full = where + "." + key;
+    if (key == "queued_weight") {
+      params.queued_weight = number(it->second, full, 0, 1e6);
+    } else if (key == "kv_pressure_alpha") {
+      params.kv_alpha = number(it->second, full, 0, 1e6);
+    } else if (key == "kv_critical_free") {
+      params.kv_critical_free = number(it->second, full, 0, 1);
+    } else {
+      throw ConfigError(full + ": unknown key");
+    }
+  }
 }
 
 void parseTimeouts(const YAML::Node& node, TimeoutsConfig& t) {
@@ -68,10 +102,23 @@ void parseTimeouts(const YAML::Node& node, TimeoutsConfig& t) {
   }
 }
 
-fleet::ModelSpec parseModel(const YAML::Node& node, size_t index) {
+fleet::ModelSpec parseModel(const YAML::Node& node, size_t index,
+                            const fleet::LoadBalanceParams& defaults) {
   const std::string where = "models[" + std::to_string(index) + "]";
   if (!node.IsMap()) throw ConfigError(where + ": must be a mapping");
   fleet::ModelSpec model;
+  model.load_balance = defaults;
+  if (const YAML::Node rc = node["routing_config"]) {
+    if (!rc.IsMap()) throw ConfigError(where + ".routing_config: must be a mapping");
+    for (auto it = rc.begin(); it != rc.end(); ++it) {
+      const std::string key = it->first.as<std::string>();
+      if (key != "load_balance") throw ConfigError(where + ".routing_config." + key + ": unknown key");
+    }
+    if (rc["load_balance"]) {
+      parseLoadBalance(rc["load_balance"], where + ".routing_config.load_balance",
+                       model.load_balance);
+    }
+  }
   if (!node["name"]) throw ConfigError(where + ".name: required");
   model.name = scalar<std::string>(node["name"], where + ".name");
   if (model.name.empty()) throw ConfigError(where + ".name: must not be empty");
@@ -110,6 +157,32 @@ fleet::ModelSpec parseModel(const YAML::Node& node, size_t index) {
   return model;
 }
 
+// AIBrix names first, then SWITCHYARD_ names, which win when both are set.
+void applyLoadBalanceEnvironment(GatewayConfig& config) {
+  const std::pair<const char*, double*> knobs[] = {
+      {"LOAD_BALANCE_QUEUED_WEIGHT", &config.load_balance.queued_weight},
+      {"LOAD_BALANCE_KV_PRESSURE_ALPHA", &config.load_balance.kv_alpha},
+      {"LOAD_BALANCE_KV_CRITICAL_FREE", &config.load_balance.kv_critical_free},
+      {"ROUTING_AUTO_BLEND_LOAD_BALANCE_WEIGHT", &config.auto_blend_load_balance_weight},
+  };
+  for (const char* prefix : {"AIBRIX_", "SWITCHYARD_"}) {
+    for (const auto& [name, field] : knobs) {
+      const std::string variable = std::string(prefix) + name;
+      const char* value = std::getenv(variable.c_str());
+      if (value == nullptr || *value == '\0') continue;
+      char* end = nullptr;
+      const double parsed = std::strtod(value, &end);
+      if (end == value || *end != '\0' || !std::isfinite(parsed) || parsed < 0) {
+        throw ConfigError(variable + ": not a non-negative number: " + value);
+      }
+      *field = parsed;
+    }
+  }
+  if (config.load_balance.kv_critical_free > 1) {
+    throw ConfigError("kv_critical_free: must be between 0 and 1");
+  }
+}
+
 GatewayConfig parseNode(const YAML::Node& root) {
   GatewayConfig config;
   if (!root || root.IsNull()) throw ConfigError("empty configuration");
@@ -128,11 +201,38 @@ GatewayConfig parseNode(const YAML::Node& root) {
   if (root["workers"]) config.workers = scalar<int>(root["workers"], "workers");
   if (config.workers < 0) throw ConfigError("workers: must be >= 0");
   if (const YAML::Node routing = root["routing"]) {
-    if (routing["default_strategy"]) {
-      config.default_strategy =
-          scalar<std::string>(routing["default_strategy"], "routing.default_strategy");
+    if (!routing.IsMap()) throw ConfigError("routing: must be a mapping");
+    for (auto it = routing.begin(); it != routing.end(); ++it) {
+      const std::string key = it->first.as<std::string>();
+      if (key == "default_strategy") {
+        config.default_strategy = scalar<std::string>(it->second, "routing.default_strategy");
+      } else if (key == "auto_blend_load_balance_weight") {
+        config.auto_blend_load_balance_weight =
+            number(it->second, "routing.auto_blend_load_balance_weight", 0, 1e6);
+      } else if (key == "load_balance") {
+        parseLoadBalance(it->second, "routing.load_balance", config.load_balance);
+      } else if (key == "capacity") {
+        const YAML::Node cap = it->second;
+        if (!cap.IsMap()) throw ConfigError("routing.capacity: must be a mapping");
+        for (auto c = cap.begin(); c != cap.end(); ++c) {
+          const std::string ckey = c->first.as<std::string>();
+          const std::string full = "routing.capacity." + ckey;
+          if (ckey == "refresh_ms") {
+            config.capacity.refresh = millis(c->second, full);
+          } else if (ckey == "window_ms") {
+            config.capacity.window = millis(c->second, full);
+          } else if (ckey == "time_constant_ms") {
+            config.capacity.time_constant = millis(c->second, full);
+          } else {
+            throw ConfigError(full + ": unknown key");
+          }
+        }
+      } else {
+        throw ConfigError("routing." + key + ": unknown key");
+      }
     }
   }
+  applyLoadBalanceEnvironment(config);
   if (const YAML::Node telemetry = root["telemetry"]) {
     if (telemetry["scrape_interval_ms"]) {
       config.scrape_interval =
@@ -155,7 +255,7 @@ GatewayConfig parseNode(const YAML::Node& root) {
   if (models && !models.IsSequence()) throw ConfigError("models: must be a list");
   std::set<std::string> names;
   for (size_t i = 0; models && i < models.size(); ++i) {
-    fleet::ModelSpec model = parseModel(models[i], i);
+    fleet::ModelSpec model = parseModel(models[i], i, config.load_balance);
     if (!names.insert(model.name).second) throw ConfigError("duplicate model " + model.name);
     config.models.push_back(std::move(model));
   }

@@ -3,7 +3,10 @@
 // loadConfig() throws ConfigError with a message naming the offending key; it runs at start-up
 // and on reload (control thread), never on the request path. Environment variables override the
 // file: SWITCHYARD_LISTEN, SWITCHYARD_ADMIN_LISTEN, SWITCHYARD_DEFAULT_STRATEGY,
-// SWITCHYARD_WORKERS. See docs/configuration.md.
+// SWITCHYARD_WORKERS, and the load-balance knobs under their AIBrix names
+// (AIBRIX_LOAD_BALANCE_QUEUED_WEIGHT, AIBRIX_LOAD_BALANCE_KV_PRESSURE_ALPHA,
+// AIBRIX_LOAD_BALANCE_KV_CRITICAL_FREE, AIBRIX_ROUTING_AUTO_BLEND_LOAD_BALANCE_WEIGHT) or with the
+// SWITCHYARD_ prefix instead of AIBRIX_ (which wins when both are set). See docs/configuration.md.
 #pragma once
 
 #include <cstdint>
@@ -32,11 +35,20 @@ struct TimeoutsConfig {
   TimeNs shutdown_grace = 30 * kNsPerSec;
 };
 
+struct CapacityConfig {
+  TimeNs refresh = 1 * kNsPerSec;
+  TimeNs window = 60 * kNsPerSec;
+  TimeNs time_constant = 10 * kNsPerSec;
+};
+
 struct GatewayConfig {
   std::string listen = "127.0.0.1:8888";
   std::string admin_listen = "127.0.0.1:8889";
   int workers = 0;  // 0: one per core
   std::string default_strategy = "least-request";
+  fleet::LoadBalanceParams load_balance;  // global defaults; models may override
+  double auto_blend_load_balance_weight = 1.0;
+  CapacityConfig capacity;
   TimeNs scrape_interval = 100 * kNsPerMs;
   TimeNs reload_poll_interval = 1 * kNsPerSec;
   size_t max_body_bytes = 8u << 20;

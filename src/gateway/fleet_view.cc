@@ -77,7 +77,13 @@ std::string renderFleetJson(const fleet::FleetSnapshot& snapshot, TimeNs now) {
       } else {
         fmt::format_to(std::back_inserter(out), "{}", age / kNsPerMs);
       }
-      out.append("}}");
+      const fleet::LearnedCapacity capacity = replica.state->capacity();
+      out.append(R"(},"capacity":{)");
+      appendSignal(out, "decode", capacity.decode);
+      out.push_back(',');
+      appendSignal(out, "prefill", capacity.prefill);
+      fmt::format_to(std::back_inserter(out), R"(,"unit":"{}"}}}})",
+                     capacity.tokenless ? "requests/s" : "tokens/s");
     }
     out.append("]}");
   }

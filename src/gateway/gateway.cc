@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "fleet/capacity_tracker.h"
 #include "fleet/fleet_registry.h"
 #include "fleet/telemetry_scraper.h"
 #include "gateway/admin_server.h"
@@ -46,12 +47,15 @@ class ControlPlane {
       : options_(options),
         config_(std::move(config)),
         scraper_(io_, SteadyClock::instance(), config_.scrape_interval),
+        capacity_(fleet::CapacitySettings{config_.capacity.window,
+                                          config_.capacity.time_constant}),
+        capacity_timer_(io_),
         signals_(io_, SIGTERM, SIGINT, SIGHUP),
         reload_timer_(io_),
         shutdown_timer_(io_) {}
 
   int run() {
-    registry_.apply(config_.models, config_.signalMaxAge(), config_.default_strategy);
+    applyFleet(config_);
     stamp_ = stampOf(options_.config_path);
 
     const int worker_count = config_.workers > 0
@@ -69,6 +73,7 @@ class ControlPlane {
     scraper_.sync(registry_.replicas());
     waitForSignal();
     scheduleReloadPoll();
+    scheduleCapacityRefresh();
 
     std::printf("listening %s:%u %s:%u\n", listen.address().to_string().c_str(), listen.port(),
                 listen.address().to_string().c_str(), admin_->port());
@@ -95,6 +100,20 @@ class ControlPlane {
       const auto snapshot = registry_.latest();
       return AdminResponse{200, "application/json",
                            renderFleetJson(*snapshot, SteadyClock::instance().now())};
+    });
+  }
+
+  void applyFleet(const GatewayConfig& config) {
+    registry_.apply(config.models, config.signalMaxAge(), config.default_strategy,
+                    config.auto_blend_load_balance_weight);
+  }
+
+  void scheduleCapacityRefresh() {
+    capacity_timer_.expires_after(std::chrono::nanoseconds(config_.capacity.refresh));
+    capacity_timer_.async_wait([this](const boost::system::error_code& ec) {
+      if (ec || shutting_down_) return;
+      capacity_.refresh(registry_.replicas(), SteadyClock::instance().now());
+      scheduleCapacityRefresh();
     });
   }
 
@@ -138,13 +157,14 @@ class ControlPlane {
         next.workers != config_.workers) {
       spdlog::warn("gateway: listen addresses and workers change only on restart");
     }
-    registry_.apply(next.models, next.signalMaxAge(), next.default_strategy);
+    applyFleet(next);
     scraper_.setInterval(next.scrape_interval);
     scraper_.sync(registry_.replicas());
     spdlog::info("gateway: reloaded: {} models, {} replicas", next.models.size(),
                  replicaCount(next));
     config_.models = next.models;
     config_.default_strategy = next.default_strategy;
+    config_.auto_blend_load_balance_weight = next.auto_blend_load_balance_weight;
   }
 
   void beginShutdown() {
@@ -153,6 +173,7 @@ class ControlPlane {
     spdlog::info("gateway: shutting down, waiting for requests in flight");
     for (auto& worker : workers_) worker->beginShutdown();
     reload_timer_.cancel();
+    capacity_timer_.cancel();
     shutdown_deadline_ = SteadyClock::instance().now() + config_.timeouts.shutdown_grace;
     pollDrained();
   }
@@ -179,6 +200,8 @@ class ControlPlane {
   asio::io_context io_{1};
   fleet::FleetRegistry registry_;
   fleet::TelemetryScraper scraper_;
+  fleet::CapacityTracker capacity_;
+  asio::steady_timer capacity_timer_;
   asio::signal_set signals_;
   asio::steady_timer reload_timer_;
   asio::steady_timer shutdown_timer_;

@@ -132,11 +132,16 @@ struct Worker::Impl {
                                          http::request<http::string_body>& req,
                                          const std::shared_ptr<fleet::ReplicaState>& replica,
                                          std::string_view strategy, std::string_view request_id,
-                                         bool generated_id, bool keep_alive);
+                                         bool generated_id, int64_t prompt_estimate,
+                                         bool keep_alive);
   asio::awaitable<bool> sendError(ClientConnection& conn, unsigned status,
                                   std::string_view message, std::string_view type,
                                   std::string_view code, std::string_view param,
                                   std::string_view request_id, bool keep_alive);
+  void accountCompletion(fleet::ReplicaCounters& counters, unsigned status,
+                         const api::UsageScanner& scanner, bool event_stream,
+                         int64_t prompt_estimate, TimeNs started, TimeNs first_byte_at,
+                         TimeNs finished);
   asio::awaitable<bool> sendJson(ClientConnection& conn, unsigned status, std::string_view body,
                                  std::string_view request_id, bool keep_alive);
   asio::awaitable<UpstreamPool::Stream> connect(const fleet::ReplicaState& replica);
@@ -296,25 +301,32 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn,
         "invalid_request_error", "model_not_found", "model", request_id, keep_alive);
   }
 
-  std::string_view strategy_name = req["routing-strategy"];
-  if (strategy_name.empty()) strategy_name = model->routing_strategy;
-  if (strategy_name.empty()) strategy_name = snapshot->default_strategy;
-  const routing::Strategy* strategy = routing::findStrategy(strategy_name);
-  if (strategy == nullptr) {
+  std::string_view strategy_text = req["routing-strategy"];
+  if (strategy_text.empty()) strategy_text = model->routing_strategy;
+  if (strategy_text.empty()) strategy_text = snapshot->default_strategy;
+  routing::StrategySpec spec;
+  std::string_view bad_part;
+  if (routing::parseStrategySpec(strategy_text, spec, &bad_part) != routing::SpecError::kNone) {
     co_return co_await sendError(
-        conn, 400, "unknown routing strategy '" + std::string(strategy_name) + "'",
+        conn, 400,
+        "invalid routing strategy '" + std::string(strategy_text) + "' at '" +
+            std::string(bad_part) + "'",
         "invalid_request_error", "invalid_routing_strategy", "routing-strategy", request_id,
         keep_alive);
   }
 
-  routing::RouteRequest route_request{strategy, now(), -1};
+  const int64_t prompt_estimate =
+      static_cast<int64_t>(info.prompt_bytes / api::RequestInspector::kBytesPerPromptToken);
+  routing::RouteRequest route_request{&spec, now(), -1, {}};
+  route_request.shape.prompt_tokens = static_cast<double>(prompt_estimate);
+  route_request.shape.max_tokens = static_cast<double>(info.max_tokens);
   for (int attempt = 0; attempt < 2; ++attempt) {
     const routing::Decision decision =
         routing::route(*snapshot, *model, route_request, rng, scratch);
     if (decision.chosen < 0) break;
     const std::shared_ptr<fleet::ReplicaState>& replica = model->replicas[decision.chosen].state;
-    const ForwardResult result = co_await forward(conn, req, replica, strategy->name(),
-                                                  request_id, generated_id, keep_alive);
+    const ForwardResult result = co_await forward(conn, req, replica, spec.text, request_id,
+                                                  generated_id, prompt_estimate, keep_alive);
     if (result == ForwardResult::kDone) co_return keep_alive;
     if (result == ForwardResult::kAborted) co_return false;
     // Nothing reached the client yet: try one other replica.
@@ -354,7 +366,9 @@ asio::awaitable<UpstreamPool::Stream> Worker::Impl::connect(const fleet::Replica
 asio::awaitable<ForwardResult> Worker::Impl::forward(
     ClientConnection& conn, http::request<http::string_body>& req,
     const std::shared_ptr<fleet::ReplicaState>& replica, std::string_view strategy,
-    std::string_view request_id, bool generated_id, bool keep_alive) {
+    std::string_view request_id, bool generated_id, int64_t prompt_estimate, bool keep_alive) {
+  const TimeNs started = now();
+  TimeNs first_byte_at = -1;
   fleet::ReplicaCounters& counters = replica->counters();
   counters.running.fetch_add(1, std::memory_order_relaxed);
   counters.requests_total.fetch_add(1, std::memory_order_relaxed);
@@ -462,7 +476,10 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
     }
     const bool done = parser->is_done();
     if (got == 0 && !done) continue;
-    if (got > 0) scanner.feed(std::string_view(conn.piece.get(), got));
+    if (got > 0) {
+      if (first_byte_at < 0) first_byte_at = now();
+      scanner.feed(std::string_view(conn.piece.get(), got));
+    }
 
     std::array<asio::const_buffer, 5> out;
     size_t count = 0;
@@ -484,15 +501,32 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
     if (done) break;
   }
 
-  if (scanner.completionTokens() > 0) {
-    counters.output_tokens_total.fetch_add(scanner.completionTokens(),
-                                           std::memory_order_relaxed);
-  }
-  if (scanner.promptTokens() > 0) {
-    counters.input_tokens_total.fetch_add(scanner.promptTokens(), std::memory_order_relaxed);
-  }
+  accountCompletion(counters, status, scanner, event_stream, prompt_estimate, started,
+                    first_byte_at, now());
   if (parser->keep_alive()) pool.give(replica, std::move(upstream), now());
   co_return ForwardResult::kDone;
+}
+
+void Worker::Impl::accountCompletion(fleet::ReplicaCounters& counters, unsigned status,
+                                     const api::UsageScanner& scanner, bool event_stream,
+                                     int64_t prompt_estimate, TimeNs started,
+                                     TimeNs first_byte_at, TimeNs finished) {
+  if (status != 200) return;  // only successful work says something about speed
+  const int64_t output = scanner.completionTokens();
+  const int64_t prompt = scanner.promptTokens() > 0 ? scanner.promptTokens() : prompt_estimate;
+  if (prompt > 0) counters.input_tokens_total.fetch_add(prompt, std::memory_order_relaxed);
+  if (output > 0) {
+    counters.output_tokens_total.fetch_add(output, std::memory_order_relaxed);
+  } else {
+    // Embeddings and other tokenless work: capacity is learned as inverse latency.
+    counters.tokenless_requests_total.fetch_add(1, std::memory_order_relaxed);
+    counters.tokenless_latency_ns_total.fetch_add(finished - started, std::memory_order_relaxed);
+  }
+  // A stream's first byte marks the end of prefill (and of any queueing before it).
+  if (event_stream && prompt > 0 && first_byte_at > started) {
+    counters.prefill_tokens_total.fetch_add(prompt, std::memory_order_relaxed);
+    counters.prefill_ns_total.fetch_add(first_byte_at - started, std::memory_order_relaxed);
+  }
 }
 
 asio::awaitable<bool> Worker::Impl::sendJson(ClientConnection& conn, unsigned status,

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "routing/strategy.h"
+
 namespace switchyard::routing {
 
 enum class Exclusion : uint8_t {
@@ -29,7 +31,7 @@ struct Decision {
   std::string_view strategy;
   uint32_t candidates = 0;  // replicas that passed the filters
   uint32_t ready = 0;       // replicas of the model
-  bool fallback = false;    // every replica was filtered out and the filters were relaxed
+  bool relaxed = false;     // a strategy relaxed its own rule (e.g. all replicas KV-critical)
   std::span<const CandidateRow> rows;  // every replica's row, filled always (cheap)
 };
 
@@ -38,6 +40,10 @@ struct RoutingScratch {
   std::vector<CandidateRow> rows;
   std::vector<uint32_t> candidates;
   std::vector<double> scores;
+  std::vector<double> tiebreak;
+  std::vector<double> component;  // one blend component's scores
+  std::vector<double> component_tiebreak;
+  std::vector<CandidateInputs> inputs;
 };
 
 }  // namespace switchyard::routing

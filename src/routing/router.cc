@@ -1,6 +1,32 @@
 #include "routing/router.h"
 
+#include <cmath>
+#include <limits>
+
 namespace switchyard::routing {
+namespace {
+
+// Min-max normalises finite scores to [0, 1]; +Inf becomes kInfPenalty.
+void normalise(std::span<double> scores) {
+  double lo = std::numeric_limits<double>::infinity();
+  double hi = -lo;
+  for (double s : scores) {
+    if (std::isfinite(s)) {
+      lo = std::min(lo, s);
+      hi = std::max(hi, s);
+    }
+  }
+  const double range = hi - lo;
+  for (double& s : scores) {
+    if (!std::isfinite(s)) {
+      s = kInfPenalty;
+    } else {
+      s = range > 0 ? (s - lo) / range : 0.0;
+    }
+  }
+}
+
+}  // namespace
 
 std::string_view exclusionName(Exclusion reason) {
   switch (reason) {
@@ -12,14 +38,21 @@ std::string_view exclusionName(Exclusion reason) {
   return "unknown";
 }
 
-int pickLowest(std::span<const double> scores, Rng& rng) {
+int pickLowest(std::span<const double> scores, std::span<const double> tiebreak, Rng& rng) {
   int best = -1;
   uint32_t ties = 0;
+  const bool has_tiebreak = tiebreak.size() == scores.size();
   for (size_t i = 0; i < scores.size(); ++i) {
-    if (best < 0 || scores[i] < scores[best]) {
+    bool better = best < 0 || scores[i] < scores[best];
+    bool equal = !better && scores[i] == scores[best];
+    if (equal && has_tiebreak && tiebreak[i] != tiebreak[best]) {
+      better = tiebreak[i] < tiebreak[best];
+      equal = false;
+    }
+    if (better) {
       best = static_cast<int>(i);
       ties = 1;
-    } else if (scores[i] == scores[best]) {
+    } else if (equal) {
       // Reservoir sampling over the tied minimum: each tie wins with equal probability.
       ++ties;
       if (rng.below(ties) == 0) best = static_cast<int>(i);
@@ -31,7 +64,7 @@ int pickLowest(std::span<const double> scores, Rng& rng) {
 Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& model,
                const RouteRequest& request, Rng& rng, RoutingScratch& scratch) {
   Decision decision;
-  decision.strategy = request.strategy->name();
+  decision.strategy = request.spec->text;
   const size_t n = model.replicas.size();
   decision.ready = static_cast<uint32_t>(n);
   scratch.rows.resize(n);
@@ -45,16 +78,50 @@ Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& mo
     scratch.candidates.push_back(i);
   }
   decision.rows = scratch.rows;
-  decision.candidates = static_cast<uint32_t>(scratch.candidates.size());
-  if (scratch.candidates.empty()) return decision;
+  const size_t m = scratch.candidates.size();
+  decision.candidates = static_cast<uint32_t>(m);
+  if (m == 0) return decision;
 
-  scratch.scores.resize(scratch.candidates.size());
-  ScoringContext context{snapshot, model, request.now, rng};
-  request.strategy->score(context, scratch.candidates, scratch.scores);
-  for (size_t i = 0; i < scratch.candidates.size(); ++i) {
-    scratch.rows[scratch.candidates[i]].score = scratch.scores[i];
+  // The effective components: the request's, plus load-balance when auto-blended.
+  std::array<StrategyComponent, StrategySpec::kMaxComponents + 1> parts;
+  size_t count = 0;
+  bool wants_blend = false;
+  bool has_load_balance = false;
+  for (const StrategyComponent& part : request.spec->parts()) {
+    parts[count++] = part;
+    wants_blend |= part.strategy->autoBlendsLoadBalance();
+    has_load_balance |= part.strategy->name() == "load-balance";
   }
-  const int picked = pickLowest(scratch.scores, rng);
+  if (wants_blend && !has_load_balance && snapshot.auto_blend_load_balance_weight > 0) {
+    parts[count++] = {findStrategy("load-balance"), snapshot.auto_blend_load_balance_weight};
+  }
+
+  scratch.inputs.resize(m);
+  ScoringContext context{snapshot, model, request.now, rng, request.shape, scratch.inputs};
+  scratch.scores.assign(m, 0.0);
+  scratch.tiebreak.assign(m, 0.0);
+  if (count == 1) {
+    decision.relaxed =
+        parts[0].strategy->score(context, scratch.candidates, scratch.scores, scratch.tiebreak)
+            .relaxed;
+  } else {
+    scratch.component.resize(m);
+    scratch.component_tiebreak.resize(m);
+    for (size_t c = 0; c < count; ++c) {
+      std::fill(scratch.component_tiebreak.begin(), scratch.component_tiebreak.end(), 0.0);
+      decision.relaxed |= parts[c].strategy
+                              ->score(context, scratch.candidates, scratch.component,
+                                      scratch.component_tiebreak)
+                              .relaxed;
+      normalise(scratch.component);
+      for (size_t i = 0; i < m; ++i) {
+        scratch.scores[i] += parts[c].weight * scratch.component[i];
+        scratch.tiebreak[i] += scratch.component_tiebreak[i];
+      }
+    }
+  }
+  for (size_t i = 0; i < m; ++i) scratch.rows[scratch.candidates[i]].score = scratch.scores[i];
+  const int picked = pickLowest(scratch.scores, scratch.tiebreak, rng);
   decision.chosen = static_cast<int>(scratch.candidates[picked]);
   return decision;
 }

@@ -1,8 +1,8 @@
 // Strategy: scores the candidates that survived the filters; lower is better.
 //
 // Strategies are stateless singletons registered by name in strategy_registry.cc. score() runs
-// on the hot path: it must not allocate, block or do I/O. Anything it needs beyond the live
-// replica counters comes in through ScoringContext.
+// on the hot path: it must not allocate, block or do I/O. Everything it needs comes from the
+// snapshot (immutable), the replicas' live atomics and the request's shape.
 #pragma once
 
 #include <cstdint>
@@ -15,20 +15,52 @@
 
 namespace switchyard::routing {
 
+// What the request itself says about its cost, for strategies that use it.
+struct RequestShape {
+  double prompt_tokens = -1;  // estimated from the body; -1 unknown
+  double max_tokens = -1;     // the request's output limit; -1 unknown
+};
+
+// One candidate's live inputs, read once per decision into per-worker scratch by strategies that
+// use more than the in-flight count (see strategies/load_signals.h).
+struct CandidateInputs {
+  double running = 0;       // gateway-counted requests in flight
+  double waiting = 0;       // engine-queued requests
+  double kv_usage = 0;      // GPU KV cache in use, 0..1
+  double cpu_kv_usage = 0;  // CPU KV cache in use, 0..1 (0 when not exported)
+  double decode = 0;        // learned capacity (NaN unknown)
+  double prefill = 0;       // learned prefill capacity (NaN unknown)
+  bool fresh = false;       // telemetry read within the snapshot's maximum signal age
+  bool tokenless = false;   // `decode` is inverse latency
+};
+
 struct ScoringContext {
   const fleet::FleetSnapshot& snapshot;
   const fleet::ModelEntry& model;
   TimeNs now;
   Rng& rng;
+  RequestShape shape;
+  std::span<CandidateInputs> inputs;  // scratch sized like the candidates; contents undefined
+};
+
+struct ScoreNote {
+  // The strategy relaxed its own rule because it would have excluded every candidate
+  // (e.g. every replica below the KV-critical threshold: the most headroom wins).
+  bool relaxed = false;
 };
 
 class Strategy {
  public:
   virtual ~Strategy() = default;
   virtual std::string_view name() const = 0;
-  // scores[i] is written for candidate_indices[i] (an index into model.replicas).
-  virtual void score(const ScoringContext& context, std::span<const uint32_t> candidate_indices,
-                     std::span<double> scores) const = 0;
+  // scores[i] (and optionally tiebreak[i], lower wins among equal scores; it arrives zeroed) are
+  // written for candidate_indices[i], an index into model.replicas. +Inf means "pass over".
+  virtual ScoreNote score(const ScoringContext& context,
+                          std::span<const uint32_t> candidate_indices, std::span<double> scores,
+                          std::span<double> tiebreak) const = 0;
+  // Whether load-balance is blended in behind this strategy by default (auto-blend). The plain
+  // load strategies opt out so they stay comparable baselines.
+  virtual bool autoBlendsLoadBalance() const { return true; }
 };
 
 // Looks a strategy up by its registered name; nullptr when unknown.

@@ -1,7 +1,9 @@
 // The one place where strategies are registered by name.
 #include <array>
 
+#include "routing/strategies/least_kv_cache.h"
 #include "routing/strategies/least_request.h"
+#include "routing/strategies/load_balance.h"
 #include "routing/strategies/random.h"
 #include "routing/strategies/round_robin.h"
 #include "routing/strategy.h"
@@ -12,9 +14,16 @@ namespace {
 const RandomStrategy kRandom;
 const RoundRobinStrategy kRoundRobin;
 const LeastRequestStrategy kLeastRequest;
+const LeastKvCacheStrategy kLeastKvCache;
+const LoadBalanceStrategy kLoadBalance;
+const ShapeAwareLoadBalanceStrategy kShapeAwareLoadBalance;
 
-constexpr std::array<const Strategy*, 3> kStrategies = {&kRandom, &kRoundRobin, &kLeastRequest};
-constexpr std::array<std::string_view, 3> kNames = {"random", "round-robin", "least-request"};
+constexpr std::array<const Strategy*, 6> kStrategies = {
+    &kRandom, &kRoundRobin, &kLeastRequest, &kLeastKvCache, &kLoadBalance,
+    &kShapeAwareLoadBalance};
+constexpr std::array<std::string_view, 6> kNames = {
+    "random", "round-robin", "least-request", "least-kv-cache", "load-balance",
+    "load-balance-shape-aware"};
 
 }  // namespace
 

@@ -61,7 +61,13 @@ TEST(ConfigTest, RejectsWhatCannotWork) {
   expectRejected("", "empty");
   expectRejected("listen: [1, 2", "invalid YAML");
   expectRejected("bogus: 1\n", "bogus: unknown key");
-  expectRejected("routing: { default_strategy: fastest }\n", "unknown routing strategy");
+  expectRejected("routing: { default_strategy: fastest }\n", "invalid routing strategy");
+  expectRejected("routing: { default_strategy: \"random:0\" }\n", "invalid routing strategy");
+  expectRejected("routing: { load_balance: { kv_critical_free: 2 } }\n", "between 0 and 1");
+  expectRejected("routing: { load_balance: { alpha: 2 } }\n", "unknown key");
+  expectRejected("routing: { speed: 2 }\n", "unknown key");
+  expectRejected("models: [{ name: m, routing_config: { load_balance: { queued_weight: -1 } } }]\n",
+                 "queued_weight");
   expectRejected("models: [{ name: m, routing_strategy: nope }]\n", "routing_strategy");
   expectRejected("models: [{ name: m, replicas: [no-port] }]\n", "not host:port");
   expectRejected("models: [{ replicas: [] }]\n", "name: required");
@@ -71,6 +77,49 @@ TEST(ConfigTest, RejectsWhatCannotWork) {
   expectRejected("timeouts: { forever_ms: 5 }\n", "unknown key");
   expectRejected("listen: nowhere\n", "listen");
   expectRejected("workers: many\n", "wrong type");
+}
+
+TEST(ConfigTest, LoadBalanceKnobsResolvePerModel) {
+  const GatewayConfig config = parseConfig(R"(
+routing:
+  default_strategy: "load-balance:2,least-request:1"
+  auto_blend_load_balance_weight: 0
+  load_balance: { queued_weight: 0.5, kv_pressure_alpha: 3 }
+  capacity: { refresh_ms: 500, window_ms: 30000, time_constant_ms: 5000 }
+models:
+  - name: a
+    routing_config: { load_balance: { kv_critical_free: 0.2 } }
+  - name: b
+)");
+  EXPECT_EQ(config.auto_blend_load_balance_weight, 0.0);
+  EXPECT_EQ(config.capacity.refresh, 500 * kNsPerMs);
+  EXPECT_EQ(config.capacity.window, 30 * kNsPerSec);
+  EXPECT_EQ(config.models[0].load_balance.queued_weight, 0.5);
+  EXPECT_EQ(config.models[0].load_balance.kv_alpha, 3.0);
+  EXPECT_EQ(config.models[0].load_balance.kv_critical_free, 0.2);
+  EXPECT_EQ(config.models[1].load_balance.kv_critical_free, 0.10);
+}
+
+TEST(ConfigTest, AibrixEnvironmentNamesSetTheLoadBalanceDefaults) {
+  ::setenv("AIBRIX_LOAD_BALANCE_KV_PRESSURE_ALPHA", "4", 1);
+  ::setenv("AIBRIX_LOAD_BALANCE_QUEUED_WEIGHT", "0.25", 1);
+  ::setenv("SWITCHYARD_LOAD_BALANCE_QUEUED_WEIGHT", "0.75", 1);  // wins over the AIBrix name
+  ::setenv("AIBRIX_ROUTING_AUTO_BLEND_LOAD_BALANCE_WEIGHT", "0", 1);
+  const GatewayConfig config =
+      parseConfig("models: [{ name: m, routing_config: { load_balance: { kv_pressure_alpha: 1 } } },"
+                  " { name: n }]\n");
+  ::setenv("AIBRIX_LOAD_BALANCE_KV_CRITICAL_FREE", "nonsense", 1);
+  EXPECT_THROW(parseConfig("models: []\n"), ConfigError);
+  for (const char* v : {"AIBRIX_LOAD_BALANCE_KV_PRESSURE_ALPHA", "AIBRIX_LOAD_BALANCE_QUEUED_WEIGHT",
+                        "SWITCHYARD_LOAD_BALANCE_QUEUED_WEIGHT",
+                        "AIBRIX_ROUTING_AUTO_BLEND_LOAD_BALANCE_WEIGHT",
+                        "AIBRIX_LOAD_BALANCE_KV_CRITICAL_FREE"}) {
+    ::unsetenv(v);
+  }
+  EXPECT_EQ(config.auto_blend_load_balance_weight, 0.0);
+  EXPECT_EQ(config.models[0].load_balance.kv_alpha, 1.0);  // the model's own value wins
+  EXPECT_EQ(config.models[1].load_balance.kv_alpha, 4.0);
+  EXPECT_EQ(config.models[1].load_balance.queued_weight, 0.75);
 }
 
 TEST(ConfigTest, EnvironmentOverridesTheFile) {

@@ -113,5 +113,11 @@ TEST(EngineSignalsTest, BoundaryValuesAreInDomain) {
   EXPECT_EQ(s.kv_usage, 1.0);
 }
 
+TEST(EngineSignalsTest, CpuKvUsageIsMappedWhenExported) {
+  EXPECT_EQ(parseEngineSignals("vllm:cpu_cache_usage_perc{model_name=\"m\"} 0.25\n").cpu_kv_usage,
+            0.25);
+  EXPECT_FALSE(parseEngineSignals("vllm:kv_cache_usage_perc 0.5\n").hasCpuKvUsage());
+}
+
 }  // namespace
 }  // namespace switchyard::fleet

@@ -6,7 +6,7 @@ namespace switchyard::fleet {
 namespace {
 
 ModelSpec model(std::string name, std::vector<std::string> addresses) {
-  ModelSpec spec{std::move(name), "", {}};
+  ModelSpec spec{std::move(name), "", {}, {}};
   for (auto& a : addresses) spec.replicas.push_back({a, {{"gpu", "L20"}}});
   return spec;
 }

@@ -1,5 +1,7 @@
 #include "routing/router.h"
 
+#include "routing/strategy_spec.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
@@ -12,7 +14,7 @@ namespace {
 class RouterTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    fleet::ModelSpec model{"m", "", {}};
+    fleet::ModelSpec model{"m", "", {}, {}};
     for (int i = 0; i < 4; ++i) {
       model.replicas.push_back({"10.0.0.1:" + std::to_string(9000 + i), {{"gpu", "A100"}}});
     }
@@ -24,7 +26,8 @@ class RouterTest : public ::testing::Test {
     model().replicas[replica].state->counters().running.store(running);
   }
   Decision decide(std::string_view strategy, int exclude = -1) {
-    RouteRequest request{findStrategy(strategy), 0, exclude};
+    EXPECT_EQ(parseStrategySpec(strategy, spec_), SpecError::kNone) << strategy;
+    RouteRequest request{&spec_, 0, exclude, {}};
     return route(*snapshot_, model(), request, rng_, scratch_);
   }
 
@@ -32,6 +35,7 @@ class RouterTest : public ::testing::Test {
   std::shared_ptr<const fleet::FleetSnapshot> snapshot_;
   Rng rng_{1};
   RoutingScratch scratch_;
+  StrategySpec spec_;
 };
 
 TEST_F(RouterTest, LeastRequestPicksTheFewestInFlight) {
@@ -80,17 +84,52 @@ TEST_F(RouterTest, ExcludedReplicaIsNeverChosenAndExplained) {
 
 TEST_F(RouterTest, NoCandidateLeftMeansNoChoice) {
   fleet::FleetRegistry registry;
-  registry.apply({fleet::ModelSpec{"solo", "", {{"10.0.0.9:1", {}}}}}, kNsPerSec, "random");
+  registry.apply({fleet::ModelSpec{"solo", "", {}, {{"10.0.0.9:1", {}}}}}, kNsPerSec, "random");
   auto snapshot = registry.latest();
-  RouteRequest request{findStrategy("random"), 0, 0};
+  StrategySpec spec;
+  ASSERT_EQ(parseStrategySpec("random", spec), SpecError::kNone);
+  RouteRequest request{&spec, 0, 0, {}};
   EXPECT_EQ(route(*snapshot, snapshot->models[0], request, rng_, scratch_).chosen, -1);
 }
 
 TEST(PickLowestTest, EmptyAndSingle) {
   Rng rng(3);
-  EXPECT_EQ(pickLowest({}, rng), -1);
+  EXPECT_EQ(pickLowest({}, {}, rng), -1);
   const double one[] = {4.0};
-  EXPECT_EQ(pickLowest(one, rng), 0);
+  EXPECT_EQ(pickLowest(one, {}, rng), 0);
+}
+
+TEST(PickLowestTest, TieBreakDecidesAmongEqualScores) {
+  Rng rng(3);
+  const double scores[] = {1.0, 0.5, 0.5, 0.5};
+  const double tiebreak[] = {0.0, 0.7, 0.2, 0.9};
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(pickLowest(scores, tiebreak, rng), 2);
+}
+
+TEST(StrategySpecTest, ParsesNamesAndBlends) {
+  StrategySpec spec;
+  ASSERT_EQ(parseStrategySpec("least-request", spec), SpecError::kNone);
+  ASSERT_EQ(spec.count, 1);
+  EXPECT_EQ(spec.components[0].weight, 1.0);
+  ASSERT_EQ(parseStrategySpec(" least-kv-cache:2, least-request:0.5 ", spec), SpecError::kNone);
+  ASSERT_EQ(spec.count, 2);
+  EXPECT_EQ(spec.components[0].strategy->name(), "least-kv-cache");
+  EXPECT_EQ(spec.components[0].weight, 2.0);
+  EXPECT_EQ(spec.components[1].weight, 0.5);
+  EXPECT_EQ(spec.text, "least-kv-cache:2, least-request:0.5");
+
+  std::string_view bad;
+  EXPECT_EQ(parseStrategySpec("", spec), SpecError::kEmpty);
+  EXPECT_EQ(parseStrategySpec("random,", spec), SpecError::kEmpty);
+  EXPECT_EQ(parseStrategySpec("random:0", spec), SpecError::kBadWeight);
+  EXPECT_EQ(parseStrategySpec("random:-1", spec), SpecError::kBadWeight);
+  EXPECT_EQ(parseStrategySpec("random:x", spec), SpecError::kBadWeight);
+  EXPECT_EQ(parseStrategySpec("random,random", spec), SpecError::kDuplicate);
+  EXPECT_EQ(parseStrategySpec("random,fastest:2", spec, &bad), SpecError::kUnknownStrategy);
+  EXPECT_EQ(bad, "fastest");
+  EXPECT_EQ(parseStrategySpec("random,round-robin,least-request,least-kv-cache,load-balance",
+                              spec),
+            SpecError::kTooMany);
 }
 
 TEST(StrategyRegistryTest, KnowsTheBuiltInsAndRejectsOthers) {

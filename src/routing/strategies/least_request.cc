@@ -2,14 +2,15 @@
 
 namespace switchyard::routing {
 
-void LeastRequestStrategy::score(const ScoringContext& context,
-                                 std::span<const uint32_t> candidate_indices,
-                                 std::span<double> scores) const {
+ScoreNote LeastRequestStrategy::score(const ScoringContext& context,
+                                      std::span<const uint32_t> candidate_indices,
+                                      std::span<double> scores, std::span<double>) const {
   for (size_t i = 0; i < candidate_indices.size(); ++i) {
     const auto& replica = context.model.replicas[candidate_indices[i]];
     scores[i] = static_cast<double>(
         replica.state->counters().running.load(std::memory_order_relaxed));
   }
+  return {};
 }
 
 }  // namespace switchyard::routing

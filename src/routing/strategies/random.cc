@@ -3,9 +3,10 @@
 
 namespace switchyard::routing {
 
-void RandomStrategy::score(const ScoringContext&, std::span<const uint32_t>,
-                           std::span<double> scores) const {
+ScoreNote RandomStrategy::score(const ScoringContext&, std::span<const uint32_t>,
+                                std::span<double> scores, std::span<double>) const {
   for (double& s : scores) s = 0;
+  return {};
 }
 
 }  // namespace switchyard::routing

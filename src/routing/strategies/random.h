@@ -7,8 +7,9 @@ namespace switchyard::routing {
 class RandomStrategy final : public Strategy {
  public:
   std::string_view name() const override { return "random"; }
-  void score(const ScoringContext& context, std::span<const uint32_t> candidate_indices,
-             std::span<double> scores) const override;
+  ScoreNote score(const ScoringContext& context, std::span<const uint32_t> candidate_indices,
+                  std::span<double> scores, std::span<double> tiebreak) const override;
+  bool autoBlendsLoadBalance() const override { return false; }
 };
 
 }  // namespace switchyard::routing

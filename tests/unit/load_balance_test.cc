@@ -1,0 +1,206 @@
+// The load-balance score and every row of the edge-case table of docs/routing.md.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+#include "fleet/fleet_registry.h"
+#include "routing/router.h"
+
+namespace switchyard::routing {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+class LoadBalanceTest : public ::testing::Test {
+ protected:
+  void build(int replicas, fleet::LoadBalanceParams params = {}, double auto_blend = 1.0) {
+    fleet::ModelSpec model{"m", "", params, {}};
+    for (int i = 0; i < replicas; ++i) {
+      model.replicas.push_back({"10.0.0.1:" + std::to_string(9000 + i), {}});
+    }
+    registry_.apply({model}, kNsPerSec, "load-balance", auto_blend);
+    snapshot_ = registry_.latest();
+  }
+  fleet::ReplicaState& replica(int i) { return *snapshot_->models[0].replicas[i].state; }
+  void set(int i, int64_t running, double capacity, double kv_usage, double waiting = 0,
+           double cpu_kv = kNaN) {
+    replica(i).counters().running.store(running);
+    replica(i).storeCapacity({capacity, kNaN, false});
+    fleet::EngineSignals s;
+    s.running = static_cast<double>(running);
+    s.waiting = waiting;
+    s.kv_usage = kv_usage;
+    s.cpu_kv_usage = cpu_kv;
+    replica(i).storeSignals(s, now_);
+  }
+  Decision decide(std::string_view strategy, RequestShape shape = {}) {
+    EXPECT_EQ(parseStrategySpec(strategy, spec_), SpecError::kNone);
+    RouteRequest request{&spec_, now_, -1, shape};
+    return route(*snapshot_, snapshot_->models[0], request, rng_, scratch_);
+  }
+  double score(const Decision& d, int i) { return d.rows[i].score; }
+
+  fleet::FleetRegistry registry_;
+  std::shared_ptr<const fleet::FleetSnapshot> snapshot_;
+  TimeNs now_ = 5 * kNsPerSec;
+  Rng rng_{11};
+  RoutingScratch scratch_;
+  StrategySpec spec_;
+};
+
+TEST_F(LoadBalanceTest, WorkedExampleTheFastestReplicaWinsDespiteMostRequests) {
+  build(3);
+  set(0, 20, 4000, 0.70);  // A100: 30 % KV free
+  set(1, 25, 3000, 0.40);  // L20:  60 % free
+  set(2, 30, 6000, 0.50);  // B100: 50 % free
+  const Decision d = decide("load-balance");
+  EXPECT_NEAR(score(d, 0), 21.0 / 4000 * (1 + 2 * 0.49), 1e-12);
+  EXPECT_NEAR(score(d, 1), 26.0 / 3000 * (1 + 2 * 0.16), 1e-12);
+  EXPECT_NEAR(score(d, 2), 31.0 / 6000 * (1 + 2 * 0.25), 1e-12);
+  EXPECT_EQ(d.chosen, 2);
+}
+
+TEST_F(LoadBalanceTest, IdleReplicasAreRankedBySpeed) {
+  build(2);
+  set(0, 0, 1000, 0);
+  set(1, 0, 3000, 0);
+  EXPECT_EQ(decide("load-balance").chosen, 1);  // the +1: the cost of adding this request
+}
+
+TEST_F(LoadBalanceTest, ReplicaWithoutEstimateIsScoredAtTheMeanOfKnownOnes) {
+  build(3);
+  set(0, 4, 1000, 0);
+  set(1, 4, 3000, 0);
+  set(2, 4, kNaN, 0);
+  const Decision d = decide("load-balance");
+  EXPECT_NEAR(score(d, 2), 5.0 / 2000, 1e-12);
+}
+
+TEST_F(LoadBalanceTest, NoEstimateAnywhereMeansEqualCapacities) {
+  build(2);
+  set(0, 3, kNaN, 0.5);
+  set(1, 1, kNaN, 0.0);
+  const Decision d = decide("load-balance");
+  EXPECT_NEAR(score(d, 0), 4.0 * (1 + 2 * 0.25), 1e-12);
+  EXPECT_NEAR(score(d, 1), 2.0, 1e-12);
+  EXPECT_EQ(d.chosen, 1);
+}
+
+TEST_F(LoadBalanceTest, MissingOrNanKvUsageIsFullyFree) {
+  build(2);
+  set(0, 1, 1000, kNaN);  // fresh telemetry, the engine does not export KV usage
+  set(1, 1, 1000, 0.0);
+  const Decision d = decide("load-balance");
+  EXPECT_EQ(score(d, 0), score(d, 1));
+}
+
+TEST_F(LoadBalanceTest, StaleTelemetryIsNotMadeAttractive) {
+  build(3);
+  set(0, 2, 1000, 0.6);
+  set(1, 2, 1000, 0.2);
+  set(2, 2, 1000, 0.0);
+  // Replica 2's last read is older than the snapshot's maximum signal age: unknown, not idle.
+  fleet::EngineSignals old;
+  old.kv_usage = 0.0;
+  replica(2).storeSignals(old, now_ - 10 * kNsPerSec);
+  const Decision d = decide("load-balance");
+  EXPECT_EQ(score(d, 2), score(d, 0));  // scored as the worst fresh replica
+  EXPECT_EQ(d.chosen, 1);
+}
+
+TEST_F(LoadBalanceTest, KvCriticalReplicaIsSkippedButNeverFailsTheRequest) {
+  build(2);
+  set(0, 0, 9000, 0.95);  // 5 % free < 10 % critical
+  set(1, 30, 1000, 0.5);
+  Decision d = decide("load-balance");
+  EXPECT_TRUE(std::isinf(score(d, 0)));
+  EXPECT_EQ(d.chosen, 1);
+  EXPECT_FALSE(d.relaxed);
+
+  set(1, 30, 1000, 0.97);  // now every replica is critical: the most headroom wins
+  d = decide("load-balance");
+  EXPECT_EQ(d.chosen, 0);
+  EXPECT_TRUE(d.relaxed);
+}
+
+TEST_F(LoadBalanceTest, TiesGoToLeastCombinedKvUsageThenRandom) {
+  build(3);
+  // Equal scores: same load, capacity and GPU KV; CPU KV usage differs.
+  set(0, 2, 1000, 0.3, 0, 0.4);
+  set(1, 2, 1000, 0.3, 0, 0.1);
+  set(2, 2, 1000, 0.3, 0, 0.4);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(decide("load-balance").chosen, 1);
+  set(1, 2, 1000, 0.3, 0, 0.4);
+  std::map<int, int> picks;
+  for (int i = 0; i < 300; ++i) ++picks[decide("load-balance").chosen];
+  EXPECT_EQ(picks.size(), 3u);
+}
+
+TEST_F(LoadBalanceTest, QueuedRequestsCountOnlyWithPositiveLambda) {
+  build(2);
+  set(0, 2, 1000, 0, /*waiting=*/10);
+  set(1, 3, 1000, 0, /*waiting=*/0);
+  EXPECT_EQ(decide("load-balance").chosen, 0);
+  build(2, fleet::LoadBalanceParams{1.0, 2.0, 0.1});
+  set(0, 2, 1000, 0, 10);
+  set(1, 3, 1000, 0, 0);
+  const Decision d = decide("load-balance");
+  EXPECT_NEAR(score(d, 0), 13.0 / 1000, 1e-12);
+  EXPECT_EQ(d.chosen, 1);
+}
+
+TEST_F(LoadBalanceTest, InABlendInfinityIsAPenaltyNotAnExclusion) {
+  build(3);
+  set(0, 0, 1000, 0.95);  // KV-critical but idle
+  set(1, 9, 1000, 0.1);
+  set(2, 9, 1000, 0.1);
+  EXPECT_NE(decide("load-balance").chosen, 0);
+  // least-request likes replica 0 enough to outweigh load-balance's +Inf.
+  EXPECT_EQ(decide("least-request:10,load-balance:1").chosen, 0);
+  EXPECT_NE(decide("least-request:1,load-balance:1").chosen, 0);
+}
+
+TEST_F(LoadBalanceTest, LoadBalanceIsAutoBlendedBehindOtherStrategies) {
+  build(2, {}, /*auto_blend=*/0.0);
+  set(0, 40, 1000, 0.20);  // less KV used, but far busier for its capacity
+  set(1, 1, 1000, 0.30);
+  EXPECT_EQ(decide("least-kv-cache").chosen, 0);
+  build(2, {}, /*auto_blend=*/5.0);
+  set(0, 40, 1000, 0.20);
+  set(1, 1, 1000, 0.30);
+  EXPECT_EQ(decide("least-kv-cache").chosen, 1);
+  // The baselines stay pure.
+  EXPECT_EQ(decide("least-request").chosen, 1);
+  set(0, 0, 1000, 0.9);
+  EXPECT_EQ(decide("least-request").chosen, 0);
+}
+
+TEST_F(LoadBalanceTest, ShapeAwareSendsPromptHeavyRequestsToFastPrefill) {
+  build(2);
+  for (int i = 0; i < 2; ++i) {
+    replica(i).counters().requests_total.store(100);
+    replica(i).counters().input_tokens_total.store(100 * 500);
+    replica(i).counters().output_tokens_total.store(100 * 100);
+    set(i, 2, 1000, 0);
+  }
+  // Same decode speed; replica 1 prefills four times faster, replica 0 decodes a bit faster.
+  replica(0).storeCapacity({1100, 5000, false});
+  replica(1).storeCapacity({1000, 20000, false});
+  EXPECT_EQ(decide("load-balance-shape-aware", {8000, 16}).chosen, 1);  // long prompt
+  EXPECT_EQ(decide("load-balance-shape-aware", {10, 2000}).chosen, 0);  // long output
+  // Plain load-balance only sees decode capacity.
+  EXPECT_EQ(decide("load-balance", {8000, 16}).chosen, 0);
+}
+
+TEST_F(LoadBalanceTest, ShapeAwareFallsBackWhileNothingIsLearned) {
+  build(2);
+  set(0, 3, kNaN, 0);
+  set(1, 1, kNaN, 0);
+  const Decision d = decide("load-balance-shape-aware", {100, 100});
+  EXPECT_NEAR(score(d, 0), 4.0, 1e-12);
+  EXPECT_EQ(d.chosen, 1);
+}
+
+}  // namespace
+}  // namespace switchyard::routing
