@@ -357,9 +357,10 @@ class Replica {
         co_return co_await write(stream, http::status::not_found, version, keep_alive,
                                  "text/plain", "Not Found\n");
       }
+      // A named local: g++ 12 destroys a conditional's temporary twice inside co_await.
+      std::string body = faults_.metrics_stale ? stale_metrics_ : renderCurrentMetrics();
       co_return co_await write(stream, http::status::ok, version, keep_alive,
-                               "text/plain; version=0.0.4; charset=utf-8",
-                               faults_.metrics_stale ? stale_metrics_ : renderCurrentMetrics());
+                               "text/plain; version=0.0.4; charset=utf-8", std::move(body));
     }
     if (path == "/admin/faults") co_return co_await serveFaults(stream, request);
     co_return co_await writeError(stream, http::status::not_found, version, keep_alive,
