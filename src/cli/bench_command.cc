@@ -30,7 +30,8 @@ int runBench(const BenchOptions& options) {
     if (r.status != 200 || !r.error.empty()) continue;
     ++ok;
     tokens += r.output_tokens;
-    if (r.first_byte >= 0) ttft_ms.push_back(static_cast<double>(r.first_byte - r.sent) / 1e6);
+    // first_byte and done are durations since the request was sent.
+    if (r.first_byte >= 0) ttft_ms.push_back(static_cast<double>(r.first_byte) / 1e6);
     if (r.first_byte >= 0 && r.done >= 0 && r.output_tokens > 1) {
       tpot_sum_ms += static_cast<double>(r.done - r.first_byte) / 1e6 /
                      static_cast<double>(r.output_tokens - 1);

@@ -60,6 +60,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   engine_cmd->add_option("--table-max-tokens", engine_options->table_max_tokens)
       ->capture_default_str();
+  engine_cmd->add_option("--table-concurrency", engine_options->table_concurrency)
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
 
   // bench: closed-loop load against one endpoint (src/cli/bench_command.h).
   switchyard::cli::BenchOptions bench_options;

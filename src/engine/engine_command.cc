@@ -128,7 +128,8 @@ int runEngineCommand(const EngineCommandOptions& options) {
                                                 catalog.modelNames()));
       }
       fmt::print("{}", formatThroughputTable(catalog, profile, options.table_prompt_tokens,
-                                             options.table_max_tokens));
+                                             options.table_max_tokens,
+                                             options.table_concurrency));
       return 0;
     }
     FaultConfig faults;

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace switchyard::engine {
 
@@ -22,6 +23,7 @@ struct EngineCommandOptions {
   bool profile_table = false;  // print predicted tokens/s per GPU and exit
   int table_prompt_tokens = 32;
   int table_max_tokens = 128;
+  std::vector<int> table_concurrency = {1, 16, 64};
 };
 
 // Validates the options, binds every replica, prints exactly one line

@@ -58,26 +58,32 @@ ClosedLoopResult simulateClosedLoop(const PerfConfig& config, int concurrency, i
 }
 
 std::string formatThroughputTable(const ProfileCatalog& catalog, const std::string& model,
-                                  int prompt_tokens, int max_tokens) {
+                                  int prompt_tokens, int max_tokens,
+                                  const std::vector<int>& concurrencies, int requests_per_client) {
   std::string out = fmt::format(
       "Predicted output tokens/s of one {} replica (prompt {} tokens, {} output tokens, closed "
-      "loop)\n\n| GPU | KV cache tokens | step at batch 1 (ms) | c=1 | c=16 | c=64 |\n"
-      "|---|---|---|---|---|---|\n",
-      model, prompt_tokens, max_tokens);
+      "loop, {} requests per client)\n\n| GPU | KV cache tokens | step at batch 1 (ms) |",
+      model, prompt_tokens, max_tokens, requests_per_client);
+  for (int c : concurrencies) fmt::format_to(std::back_inserter(out), " c={} |", c);
+  out += "\n|---|---|---|";
+  for (size_t i = 0; i < concurrencies.size(); ++i) out += "---|";
+  out += "\n";
   for (const GpuSpec& gpu : catalog.gpus) {
     PerfConfig config;
     try {
       config = makePerfConfig(catalog, gpu.name, model);
     } catch (const std::exception&) {
-      fmt::format_to(std::back_inserter(out), "| {} | does not fit | | | | |\n", gpu.name);
+      fmt::format_to(std::back_inserter(out), "| {} | does not fit | |", gpu.name);
+      for (size_t i = 0; i < concurrencies.size(); ++i) out += " |";
+      out += "\n";
       continue;
     }
     BatchingModel probe(config);
     fmt::format_to(std::back_inserter(out), "| {} | {} | {:.2f} |", gpu.name,
                    config.kvCapacityTokens(), probe.stepDurationNs(1, prompt_tokens) / 1e6);
-    for (int concurrency : {1, 16, 64}) {
-      ClosedLoopResult r =
-          simulateClosedLoop(config, concurrency, prompt_tokens, max_tokens, concurrency * 8);
+    for (int concurrency : concurrencies) {
+      ClosedLoopResult r = simulateClosedLoop(config, concurrency, prompt_tokens, max_tokens,
+                                              concurrency * requests_per_client);
       fmt::format_to(std::back_inserter(out), " {:.0f} |", r.output_tokens_per_s);
     }
     out += "\n";

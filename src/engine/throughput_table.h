@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "engine/perf_profiles.h"
 
@@ -22,9 +23,11 @@ struct ClosedLoopResult {
 ClosedLoopResult simulateClosedLoop(const PerfConfig& config, int concurrency, int prompt_tokens,
                                     int max_tokens, int requests);
 
-// A Markdown table: one row per GPU of the catalog that can hold `model`, predicted output
-// tokens/s at concurrency 1, 16 and 64 (and ITL at 1).
+// A Markdown table: one row per GPU of the catalog, the predicted output tokens/s at each
+// concurrency (closed loop, `requests_per_client` requests per client), or "does not fit".
 std::string formatThroughputTable(const ProfileCatalog& catalog, const std::string& model,
-                                  int prompt_tokens, int max_tokens);
+                                  int prompt_tokens, int max_tokens,
+                                  const std::vector<int>& concurrencies = {1, 16, 64},
+                                  int requests_per_client = 4);
 
 }  // namespace switchyard::engine
