@@ -44,11 +44,13 @@ int main(int argc, char** argv) {
   engine_cmd->add_option("--flavor", engine_options->flavor, "Metrics dialect: vllm or sglang")
       ->check(CLI::IsMember({"vllm", "sglang"}))
       ->capture_default_str();
-  engine_cmd->add_option("--profiles", engine_options->profiles_path,
-                         "YAML replacing the built-in GPU/model profiles (data/profiles.yaml)")
+  engine_cmd
+      ->add_option("--profiles", engine_options->profiles_path,
+                   "YAML replacing the built-in GPU/model profiles (data/profiles.yaml)")
       ->check(CLI::ExistingFile);
-  engine_cmd->add_option("--replicas", engine_options->replicas_path,
-                         "YAML list of {listen, gpu, model, flavor, seed, tp}: host them all")
+  engine_cmd
+      ->add_option("--replicas", engine_options->replicas_path,
+                   "YAML list of {listen, gpu, model, flavor, seed, tp}: host them all")
       ->check(CLI::ExistingFile);
   engine_cmd->add_option("--faults", engine_options->faults_json,
                          "Initial faults as JSON, as for POST /admin/faults");
@@ -78,7 +80,8 @@ int main(int argc, char** argv) {
 
   // demo: the embedded default fleet + gateway + load (src/cli/demo_command.h).
   switchyard::cli::DemoOptions demo_options;
-  CLI::App* demo = app.add_subcommand("demo", "Run an emulated heterogeneous fleet behind a gateway");
+  CLI::App* demo =
+      app.add_subcommand("demo", "Run an emulated heterogeneous fleet behind a gateway");
   demo->add_option("--requests", demo_options.requests, "requests per strategy")
       ->capture_default_str();
   demo->add_option("--rate", demo_options.rate, "Poisson arrival rate, requests/s")

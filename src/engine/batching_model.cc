@@ -137,8 +137,8 @@ void BatchingModel::acquirePrefix(Seq& seq) {
 }
 
 void BatchingModel::shareFullBlocks(Seq& seq) {
-  const size_t full = std::min(seq.block_hashes.size(),
-                               static_cast<size_t>(seq.num_computed / config_.block_size));
+  const size_t full =
+      std::min(seq.block_hashes.size(), static_cast<size_t>(seq.num_computed / config_.block_size));
   for (size_t i = seq.shared.size(); i < full; ++i) {
     const uint64_t hash = seq.block_hashes[i];
     --seq.private_blocks;

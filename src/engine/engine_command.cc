@@ -53,7 +53,8 @@ struct ReplicaPlan {
 ReplicaPlan planReplica(const ProfileCatalog& catalog, const EngineCommandOptions& o,
                         const FaultConfig& faults) {
   std::optional<HostPort> listen = parseListen(o.listen);
-  if (!listen) throw std::invalid_argument(fmt::format("listen must be HOST:PORT, got '{}'", o.listen));
+  if (!listen)
+    throw std::invalid_argument(fmt::format("listen must be HOST:PORT, got '{}'", o.listen));
   std::optional<Flavor> flavor = parseFlavor(o.flavor);
   if (!flavor) {
     throw std::invalid_argument(fmt::format("flavor must be vllm or sglang, got '{}'", o.flavor));
@@ -124,12 +125,11 @@ int runEngineCommand(const EngineCommandOptions& options) {
     if (options.profile_table) {
       std::string profile = options.model_profile.empty() ? options.model : options.model_profile;
       if (!catalog.findModel(profile)) {
-        throw std::invalid_argument(fmt::format("unknown model profile '{}' (known: {})", profile,
-                                                catalog.modelNames()));
+        throw std::invalid_argument(
+            fmt::format("unknown model profile '{}' (known: {})", profile, catalog.modelNames()));
       }
       fmt::print("{}", formatThroughputTable(catalog, profile, options.table_prompt_tokens,
-                                             options.table_max_tokens,
-                                             options.table_concurrency));
+                                             options.table_max_tokens, options.table_concurrency));
       return 0;
     }
     FaultConfig faults;

@@ -28,10 +28,10 @@ struct ModelRequest {
 // driver can fill latency histograms without tracking requests itself.
 struct TokenEvent {
   RequestId id = 0;
-  int tokens = 0;         // output tokens produced for this request in this step (>= 1)
-  bool finished = false;  // the request produced its last token
-  TimeNs time = 0;        // when the tokens were produced (model time)
-  TimeNs arrival = 0;     // when the request was submitted
+  int tokens = 0;              // output tokens produced for this request in this step (>= 1)
+  bool finished = false;       // the request produced its last token
+  TimeNs time = 0;             // when the tokens were produced (model time)
+  TimeNs arrival = 0;          // when the request was submitted
   TimeNs first_scheduled = 0;  // when it first entered the running batch
   TimeNs previous_token = -1;  // this request's previous token; -1: these are its first tokens
 };

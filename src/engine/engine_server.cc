@@ -19,8 +19,8 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <optional>
 #include <exception>
+#include <optional>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
@@ -354,8 +354,8 @@ class Replica {
     if (path == "/metrics") {
       if (!expect(http::verb::get)) co_return co_await methodNotAllowed(stream, request);
       if (faults_.metrics_missing) {
-        co_return co_await write(stream, http::status::not_found, version, keep_alive,
-                                 "text/plain", "Not Found\n");
+        co_return co_await write(stream, http::status::not_found, version, keep_alive, "text/plain",
+                                 "Not Found\n");
       }
       // A named local: g++ 12 destroys a conditional's temporary twice inside co_await.
       std::string body = faults_.metrics_stale ? stale_metrics_ : renderCurrentMetrics();

@@ -29,8 +29,8 @@ struct EngineServerOptions {
   uint16_t port = 0;  // 0: chosen by the OS
   std::string model = "llama2-7b";
   Flavor flavor = Flavor::kVllm;
-  uint64_t seed = 1;  // token text, embeddings, response ids and fault draws
-  FaultConfig faults;  // active from the start
+  uint64_t seed = 1;          // token text, embeddings, response ids and fault draws
+  FaultConfig faults;         // active from the start
   bool prefix_hashes = true;  // send prompt block hashes to the model (prefix caching)
   std::chrono::milliseconds idle_timeout{5000};
   std::chrono::milliseconds read_timeout{30000};   // header-to-end-of-body of one request

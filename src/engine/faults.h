@@ -12,15 +12,15 @@ namespace switchyard::engine {
 
 struct FaultConfig {
   // Generation and embedding requests only (/health, /metrics and /admin are not affected).
-  double error_rate = 0;          // probability of answering with error_status instead
+  double error_rate = 0;  // probability of answering with error_status instead
   int error_status = 503;
-  double reset = 0;               // probability of a TCP reset instead of any response
-  double hang = 0;                // probability of reading the request and never answering
-  int stall_mid_stream_ms = 0;    // streams pause this long after stall_after_tokens tokens
+  double reset = 0;             // probability of a TCP reset instead of any response
+  double hang = 0;              // probability of reading the request and never answering
+  int stall_mid_stream_ms = 0;  // streams pause this long after stall_after_tokens tokens
   int stall_after_tokens = 1;
-  double truncate_stream = 0;     // probability a stream is closed after truncate_after_tokens
-  int truncate_after_tokens = 1;  //   tokens, without finish chunk, [DONE] or the last chunk
-  double slowdown = 1;            // every engine step takes this factor longer (degraded GPU)
+  double truncate_stream = 0;         // probability a stream is closed after truncate_after_tokens
+  int truncate_after_tokens = 1;      //   tokens, without finish chunk, [DONE] or the last chunk
+  double slowdown = 1;                // every engine step takes this factor longer (degraded GPU)
   int64_t crash_after_requests = -1;  // >= 0: the process exits (status 3) on request N + 1
   // Telemetry.
   bool metrics_missing = false;  // /metrics answers 404

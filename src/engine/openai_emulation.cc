@@ -207,8 +207,8 @@ void appendHistogram(std::string& out, std::string_view name, std::string_view h
   for (size_t i = 0; i < histogram.counts.size(); ++i) {
     cumulative += histogram.counts[i];
     if (i < histogram.bounds.size()) {
-      fmt::format_to(it, "{}_bucket{{le=\"{}\",model_name=\"{}\"}} {}\n", name,
-                     histogram.bounds[i], model, cumulative);
+      fmt::format_to(it, "{}_bucket{{le=\"{}\",model_name=\"{}\"}} {}\n", name, histogram.bounds[i],
+                     model, cumulative);
     } else {
       fmt::format_to(it, "{}_bucket{{le=\"+Inf\",model_name=\"{}\"}} {}\n", name, model,
                      cumulative);
@@ -474,12 +474,12 @@ void Histogram::observe(double value) {
 
 // Bucket bounds as vLLM v0.8+ exports them.
 EngineCounters::EngineCounters()
-    : time_to_first_token({0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0,
-                           2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0}),
+    : time_to_first_token({0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25,  0.5,   0.75,
+                           1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0}),
       inter_token_latency({0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5,
                            5.0, 7.5, 10.0, 20.0, 40.0, 80.0}),
-      e2e_latency({0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0,
-                   120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0}),
+      e2e_latency({0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,   10.0,   15.0,  20.0,
+                   30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0}),
       queue_time(e2e_latency.bounds) {}
 
 std::string renderMetrics(Flavor flavor, std::string_view model, const EngineLoad& load,
@@ -544,8 +544,8 @@ std::string renderMetrics(Flavor flavor, std::string_view model, const EngineLoa
     appendHistogram(out, "sglang:e2e_request_latency_seconds",
                     "Histogram of End-to-end request latency in seconds", label,
                     counters.e2e_latency);
-    appendHistogram(out, "sglang:queue_time_seconds",
-                    "Histogram of queueing time in seconds.", label, counters.queue_time);
+    appendHistogram(out, "sglang:queue_time_seconds", "Histogram of queueing time in seconds.",
+                    label, counters.queue_time);
   }
   appendMetric(out, "switchyard_engine_busy_seconds_total", "counter",
                "Seconds the emulated engine had at least one request in its batch.", label,

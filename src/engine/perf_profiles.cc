@@ -82,8 +82,8 @@ ProfileCatalog parseProfiles(std::string_view yaml_text) {
       optionalPositive(engine, "compute_efficiency", "engine", t.compute_efficiency);
       optionalPositive(engine, "bandwidth_efficiency", "engine", t.bandwidth_efficiency);
       if (engine["step_overhead_ms"]) t.step_overhead_ms = engine["step_overhead_ms"].as<double>();
-      if (t.gpu_memory_utilization > 1 || t.compute_efficiency > 1 ||
-          t.bandwidth_efficiency > 1 || t.step_overhead_ms < 0) {
+      if (t.gpu_memory_utilization > 1 || t.compute_efficiency > 1 || t.bandwidth_efficiency > 1 ||
+          t.step_overhead_ms < 0) {
         throw std::invalid_argument("engine: utilization and efficiencies must be in (0, 1]");
       }
     }
@@ -174,9 +174,10 @@ PerfConfig makePerfConfig(const ProfileCatalog& catalog, std::string_view gpu_na
   config.kv_blocks = kv_bytes > 0 ? static_cast<int64_t>(kv_bytes / block_bytes) : 0;
   if (config.kvCapacityTokens() < kMinKvTokens) {
     int needed_tp = tp;
-    while (needed_tp < 64 && (gpu->memory_gb * 1e9 * needed_tp * t.gpu_memory_utilization -
-                              config.weight_bytes) / config.kv_bytes_per_token <
-                                 kMinKvTokens) {
+    while (needed_tp < 64 &&
+           (gpu->memory_gb * 1e9 * needed_tp * t.gpu_memory_utilization - config.weight_bytes) /
+                   config.kv_bytes_per_token <
+               kMinKvTokens) {
       ++needed_tp;
     }
     throw std::invalid_argument(fmt::format(

@@ -78,7 +78,7 @@ struct PerfConfig {
   double params = 0;
   double weight_bytes = 0;
   double kv_bytes_per_token = 0;
-  double peak_flops = 0;           // all tp GPUs together
+  double peak_flops = 0;  // all tp GPUs together
   double bandwidth_bytes_per_s = 0;
   double memory_bytes = 0;
   int block_size = 16;

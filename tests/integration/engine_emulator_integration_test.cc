@@ -87,10 +87,10 @@ TEST(EngineEmulatorTest, VllmAndSglangMetricsIncludeLatencyHistograms) {
     ASSERT_TRUE(r.ok()) << r.error;
   }
   std::string v = metrics(vllm.port());
-  for (const char* name : {"vllm:num_requests_running", "vllm:num_requests_waiting",
-                           "vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc",
-                           "vllm:prompt_tokens_total", "vllm:generation_tokens_total",
-                           "vllm:num_preemptions_total", "switchyard_engine_busy_seconds_total"}) {
+  for (const char* name :
+       {"vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
+        "vllm:gpu_cache_usage_perc", "vllm:prompt_tokens_total", "vllm:generation_tokens_total",
+        "vllm:num_preemptions_total", "switchyard_engine_busy_seconds_total"}) {
     EXPECT_TRUE(metricValue(v, name).has_value()) << name;
   }
   expectHistogram(v, "vllm:time_to_first_token_seconds", "llama2-7b", 1);
@@ -100,9 +100,8 @@ TEST(EngineEmulatorTest, VllmAndSglangMetricsIncludeLatencyHistograms) {
   EXPECT_EQ(metricValue(v, "vllm:generation_tokens_total"), 6.0);
 
   std::string s = metrics(sglang.port());
-  for (const char* name : {"sglang:num_running_reqs", "sglang:num_queue_reqs",
-                           "sglang:token_usage", "sglang:prompt_tokens_total",
-                           "sglang:generation_tokens_total"}) {
+  for (const char* name : {"sglang:num_running_reqs", "sglang:num_queue_reqs", "sglang:token_usage",
+                           "sglang:prompt_tokens_total", "sglang:generation_tokens_total"}) {
     EXPECT_TRUE(metricValue(s, name).has_value()) << name;
   }
   expectHistogram(s, "sglang:time_to_first_token_seconds", "llama2-7b", 1);
@@ -185,8 +184,7 @@ TEST(EngineEmulatorTest, ErrorFaultIsSetReadAndCleared) {
   EXPECT_EQ(httpRequest(engine.port(), "GET", "/health").status, 200);  // not affected
 
   EXPECT_EQ(httpRequest(engine.port(), "POST", "/admin/faults", R"({"bogus":1})").status, 400);
-  EXPECT_EQ(httpRequest(engine.port(), "POST", "/admin/faults", R"({"error_rate":2})").status,
-            400);
+  EXPECT_EQ(httpRequest(engine.port(), "POST", "/admin/faults", R"({"error_rate":2})").status, 400);
   engine.setFaults("{}");
   EXPECT_EQ(httpRequest(engine.port(), "POST", "/v1/completions", kShortStream).status, 200);
 }
@@ -199,8 +197,7 @@ TEST(EngineEmulatorTest, ResetAndHangFaults) {
 
   engine.setFaults(R"({"hang_before_first_byte":1})");
   auto before = std::chrono::steady_clock::now();
-  HttpResult hang =
-      httpRequest(engine.port(), "POST", "/v1/completions", kShortStream, {}, 300ms);
+  HttpResult hang = httpRequest(engine.port(), "POST", "/v1/completions", kShortStream, {}, 300ms);
   EXPECT_FALSE(hang.ok());
   EXPECT_EQ(hang.status, 0);
   EXPECT_GE(std::chrono::steady_clock::now() - before, 250ms);  // the client gave up
@@ -248,8 +245,8 @@ TEST(EngineEmulatorTest, SlowdownStretchesGeneration) {
 }
 
 TEST(EngineEmulatorTest, CrashAfterRequestsExitsTheProcess) {
-  auto process = spawnSwitchyard({"engine", "--listen", "127.0.0.1:0", "--gpu", "H100",
-                                  "--faults", R"({"crash_after_requests":1})"});
+  auto process = spawnSwitchyard({"engine", "--listen", "127.0.0.1:0", "--gpu", "H100", "--faults",
+                                  R"({"crash_after_requests":1})"});
   std::vector<uint16_t> ports = process->waitForListening(deadlineIn(kStartTimeout));
   ASSERT_EQ(ports.size(), 1u);
   EXPECT_EQ(httpRequest(ports[0], "POST", "/v1/completions", kShortStream).status, 200);

@@ -117,7 +117,7 @@ TEST(BatchingModelTest, SaturatesAndQueuesBeyondMaxNumSeqs) {
   EXPECT_EQ(at8.max_waiting, 0);
   EXPECT_GT(at32.max_waiting, 0);
   EXPECT_NEAR(at32.output_tokens_per_s / at8.output_tokens_per_s, 1.0, 0.05);  // plateau
-  EXPECT_GT(at32.mean_ttft_s, 3 * at8.mean_ttft_s);                          // queueing
+  EXPECT_GT(at32.mean_ttft_s, 3 * at8.mean_ttft_s);                            // queueing
 
   BatchingModel model(c);
   for (RequestId id = 1; id <= 12; ++id) model.submit(ModelRequest{id, 32, 16, {}}, 0);
