@@ -1,6 +1,7 @@
 #include <CLI/CLI.hpp>
 #include <memory>
 
+#include "cli/bench_command.h"
 #include "cli/demo_command.h"
 #include "core/version.h"
 #include "engine/engine_command.h"
@@ -25,21 +26,62 @@ int main(int argc, char** argv) {
   // engine: an emulated vLLM/SGLang replica (src/engine/engine_command.h).
   auto engine_options = std::make_shared<switchyard::engine::EngineCommandOptions>();
   CLI::App* engine_cmd = app.add_subcommand("engine", "Run an emulated inference engine replica");
-  engine_cmd->add_option("--gpu", engine_options->gpu, "GPU type: A10, L20, V100, A100, H100, B200")
+  engine_cmd
+      ->add_option("--gpu", engine_options->gpu,
+                   "GPU profile: A10, L20, V100, A100 (= A100-80GB), H100, B200")
       ->capture_default_str();
   engine_cmd->add_option("--model", engine_options->model, "Model name served")
       ->capture_default_str();
+  engine_cmd->add_option("--model-profile", engine_options->model_profile,
+                         "Performance profile (default: --model if known, else llama2-7b)");
+  engine_cmd->add_option("--tp", engine_options->tp, "Tensor-parallel GPUs per replica")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   engine_cmd->add_option("--listen", engine_options->listen, "HOST:PORT (port 0: OS-chosen)")
       ->capture_default_str();
-  engine_cmd->add_option("--seed", engine_options->seed, "Seed for generated text")
+  engine_cmd->add_option("--seed", engine_options->seed, "Seed for generated text and faults")
       ->capture_default_str();
   engine_cmd->add_option("--flavor", engine_options->flavor, "Metrics dialect: vllm or sglang")
       ->check(CLI::IsMember({"vllm", "sglang"}))
       ->capture_default_str();
+  engine_cmd
+      ->add_option("--profiles", engine_options->profiles_path,
+                   "YAML replacing the built-in GPU/model profiles (data/profiles.yaml)")
+      ->check(CLI::ExistingFile);
+  engine_cmd
+      ->add_option("--replicas", engine_options->replicas_path,
+                   "YAML list of {listen, gpu, model, flavor, seed, tp}: host them all")
+      ->check(CLI::ExistingFile);
+  engine_cmd->add_option("--faults", engine_options->faults_json,
+                         "Initial faults as JSON, as for POST /admin/faults");
+  engine_cmd->add_flag("--no-prefix-caching", engine_options->no_prefix_caching,
+                       "Disable prefix caching");
+  engine_cmd->add_flag("--profile-table", engine_options->profile_table,
+                       "Print predicted tokens/s per GPU for --model and exit");
+  engine_cmd->add_option("--table-prompt-tokens", engine_options->table_prompt_tokens)
+      ->capture_default_str();
+  engine_cmd->add_option("--table-max-tokens", engine_options->table_max_tokens)
+      ->capture_default_str();
+  engine_cmd->add_option("--table-concurrency", engine_options->table_concurrency)
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
+
+  // bench: closed-loop load against one endpoint (src/cli/bench_command.h).
+  switchyard::cli::BenchOptions bench_options;
+  CLI::App* bench = app.add_subcommand("bench", "Closed-loop load against one endpoint");
+  bench->add_option("--host", bench_options.host)->capture_default_str();
+  bench->add_option("--port", bench_options.port)->required();
+  bench->add_option("--model", bench_options.model)->capture_default_str();
+  bench->add_option("--concurrency", bench_options.concurrency)->capture_default_str();
+  bench->add_option("--requests", bench_options.requests)->capture_default_str();
+  bench->add_option("--max-tokens", bench_options.max_tokens)->capture_default_str();
+  bench->add_option("--prompt-words", bench_options.prompt_words)->capture_default_str();
+  bench->add_option("--seed", bench_options.seed)->capture_default_str();
 
   // demo: the embedded default fleet + gateway + load (src/cli/demo_command.h).
   switchyard::cli::DemoOptions demo_options;
-  CLI::App* demo = app.add_subcommand("demo", "Run an emulated heterogeneous fleet behind a gateway");
+  CLI::App* demo =
+      app.add_subcommand("demo", "Run an emulated heterogeneous fleet behind a gateway");
   demo->add_option("--requests", demo_options.requests, "requests per strategy")
       ->capture_default_str();
   demo->add_option("--rate", demo_options.rate, "Poisson arrival rate, requests/s")
@@ -51,6 +93,7 @@ int main(int argc, char** argv) {
 
   CLI11_PARSE(app, argc, argv);
   if (demo->parsed()) return switchyard::cli::runDemo(demo_options);
+  if (bench->parsed()) return switchyard::cli::runBench(bench_options);
   if (gateway->parsed()) return switchyard::gateway::runGateway(gateway_options);
   if (engine_cmd->parsed()) return switchyard::engine::runEngineCommand(*engine_options);
   return 0;

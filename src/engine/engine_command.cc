@@ -1,16 +1,21 @@
 #include "engine/engine_command.h"
 
 #include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
 
 #include <charconv>
 #include <cstdio>
 #include <exception>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string_view>
+#include <vector>
 
+#include "engine/batching_model.h"
 #include "engine/engine_server.h"
-#include "engine/fixed_rate_model.h"
+#include "engine/perf_profiles.h"
+#include "engine/throughput_table.h"
 
 namespace switchyard::engine {
 namespace {
@@ -38,44 +43,121 @@ std::optional<HostPort> parseListen(std::string_view text) {
                   static_cast<uint16_t>(port)};
 }
 
+// One replica to host, fully validated: what the host needs to bind and serve it.
+struct ReplicaPlan {
+  EngineServerOptions server;
+  PerfConfig perf;
+};
+
+// Throws std::invalid_argument with an operator-facing message.
+ReplicaPlan planReplica(const ProfileCatalog& catalog, const EngineCommandOptions& o,
+                        const FaultConfig& faults) {
+  std::optional<HostPort> listen = parseListen(o.listen);
+  if (!listen)
+    throw std::invalid_argument(fmt::format("listen must be HOST:PORT, got '{}'", o.listen));
+  std::optional<Flavor> flavor = parseFlavor(o.flavor);
+  if (!flavor) {
+    throw std::invalid_argument(fmt::format("flavor must be vllm or sglang, got '{}'", o.flavor));
+  }
+  if (o.model.empty()) throw std::invalid_argument("model must not be empty");
+  // The served name may be anything ("tiny-model"); its performance profile defaults to the
+  // profile of that name, else the 7B.
+  std::string profile = o.model_profile;
+  if (profile.empty()) profile = catalog.findModel(o.model) ? o.model : "llama2-7b";
+  ReplicaPlan plan;
+  plan.perf = makePerfConfig(catalog, o.gpu, profile, o.tp);
+  plan.perf.prefix_caching = !o.no_prefix_caching;
+  plan.server.host = listen->host;
+  plan.server.port = listen->port;
+  plan.server.model = o.model;
+  plan.server.flavor = *flavor;
+  plan.server.seed = o.seed;
+  plan.server.faults = faults;
+  // The emulator's prompt hashes cover 16-token blocks.
+  plan.server.prefix_hashes = plan.perf.block_size == kPrefixBlockTokens;
+  return plan;
+}
+
+// `--replicas FILE`: a YAML list (or a map with a `replicas:` list) of entries with the keys
+// listen, gpu, model, model_profile, tp, flavor, seed; missing keys take the command-line values.
+std::vector<EngineCommandOptions> readReplicas(const EngineCommandOptions& defaults) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(defaults.replicas_path);
+  } catch (const YAML::Exception& e) {
+    throw std::invalid_argument(
+        fmt::format("replicas file '{}': {}", defaults.replicas_path, e.what()));
+  }
+  YAML::Node list = root.IsMap() ? root["replicas"] : root;
+  if (!list || !list.IsSequence() || list.size() == 0) {
+    throw std::invalid_argument(
+        fmt::format("replicas file '{}': expected a non-empty list", defaults.replicas_path));
+  }
+  std::vector<EngineCommandOptions> replicas;
+  try {
+    for (const YAML::Node& node : list) {
+      EngineCommandOptions o = defaults;
+      o.listen = "127.0.0.1:0";
+      if (node["listen"]) o.listen = node["listen"].as<std::string>();
+      if (node["gpu"]) o.gpu = node["gpu"].as<std::string>();
+      if (node["model"]) o.model = node["model"].as<std::string>();
+      if (node["model_profile"]) o.model_profile = node["model_profile"].as<std::string>();
+      if (node["tp"]) o.tp = node["tp"].as<int>();
+      if (node["flavor"]) o.flavor = node["flavor"].as<std::string>();
+      o.seed = node["seed"] ? node["seed"].as<uint64_t>() : defaults.seed + replicas.size();
+      replicas.push_back(std::move(o));
+    }
+  } catch (const YAML::Exception& e) {
+    throw std::invalid_argument(
+        fmt::format("replicas file '{}': {}", defaults.replicas_path, e.what()));
+  }
+  return replicas;
+}
+
 }  // namespace
 
 int runEngineCommand(const EngineCommandOptions& options) {
-  std::optional<HostPort> listen = parseListen(options.listen);
-  if (!listen) {
-    fmt::print(stderr, "engine: --listen must be HOST:PORT, got '{}'\n", options.listen);
-    return 2;
-  }
-  std::optional<Flavor> flavor = parseFlavor(options.flavor);
-  if (!flavor) {
-    fmt::print(stderr, "engine: --flavor must be vllm or sglang, got '{}'\n", options.flavor);
-    return 2;
-  }
-  if (options.model.empty()) {
-    fmt::print(stderr, "engine: --model must not be empty\n");
-    return 2;
-  }
-  std::unique_ptr<FixedRateModel> model;
+  std::vector<ReplicaPlan> plans;
+  ProfileCatalog loaded;
   try {
-    model = FixedRateModel::forGpu(options.gpu);
+    if (!options.profiles_path.empty()) loaded = loadProfilesFile(options.profiles_path);
+    const ProfileCatalog& catalog = options.profiles_path.empty() ? builtinProfiles() : loaded;
+    if (options.profile_table) {
+      std::string profile = options.model_profile.empty() ? options.model : options.model_profile;
+      if (!catalog.findModel(profile)) {
+        throw std::invalid_argument(
+            fmt::format("unknown model profile '{}' (known: {})", profile, catalog.modelNames()));
+      }
+      fmt::print("{}", formatThroughputTable(catalog, profile, options.table_prompt_tokens,
+                                             options.table_max_tokens, options.table_concurrency));
+      return 0;
+    }
+    FaultConfig faults;
+    if (!options.faults_json.empty()) {
+      Parsed<FaultConfig> parsed = parseFaults(options.faults_json);
+      if (!parsed.value) throw std::invalid_argument("--faults: " + parsed.error);
+      faults = *parsed.value;
+    }
+    std::vector<EngineCommandOptions> replicas = {options};
+    if (!options.replicas_path.empty()) replicas = readReplicas(options);
+    for (const EngineCommandOptions& replica : replicas) {
+      plans.push_back(planReplica(catalog, replica, faults));
+    }
   } catch (const std::exception& e) {
     fmt::print(stderr, "engine: {}\n", e.what());
     return 2;
   }
 
-  EngineServerOptions server_options;
-  server_options.host = listen->host;
-  server_options.port = listen->port;
-  server_options.model = options.model;
-  server_options.flavor = *flavor;
-  server_options.seed = options.seed;
   try {
-    EngineServer server(std::move(server_options), std::move(model));
-    std::string bound = server.listen();
-    // Tests and scripts read this line to learn the port.
-    fmt::print(stdout, "listening {}\n", bound);
+    EngineHost host;
+    std::string line = "listening";
+    for (ReplicaPlan& plan : plans) {
+      line += " " + host.add(std::move(plan.server), std::make_unique<BatchingModel>(plan.perf));
+    }
+    // Tests and scripts read this line to learn the ports.
+    fmt::print(stdout, "{}\n", line);
     std::fflush(stdout);
-    server.run();
+    host.run();
   } catch (const std::exception& e) {
     fmt::print(stderr, "engine: {}\n", e.what());
     return 1;

@@ -17,7 +17,10 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <exception>
+#include <optional>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
@@ -35,10 +38,10 @@ using Request = http::request<http::string_body>;
 constexpr auto kAwait = asio::as_tuple(asio::use_awaitable);
 
 constexpr size_t kHeaderLimit = 64 * 1024;
-// Embeddings are not scheduled by the model: a fixed cost plus a per-token cost, capped.
-constexpr std::chrono::microseconds kEmbeddingFixedCost{2000};
-constexpr std::chrono::microseconds kEmbeddingPerToken{20};
-constexpr std::chrono::microseconds kEmbeddingMaxCost{2'000'000};
+// Embeddings are not scheduled in the batch: one prefill-only pass of the roofline, capped.
+constexpr TimeNs kEmbeddingMaxCostNs = 2'000'000'000;
+// Exit status of the crash_after_requests fault.
+constexpr int kCrashExitStatus = 3;
 
 TimeNs nowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -69,16 +72,20 @@ struct PendingRequest {
 
 }  // namespace
 
-class EngineServer::Impl {
+// One emulated replica: its listener, model, counters and faults, on the host's io_context.
+class Replica {
  public:
-  Impl(EngineServerOptions options, std::unique_ptr<EngineModel> model)
-      : options_(std::move(options)),
+  Replica(asio::io_context& ioc, EngineServerOptions options, std::unique_ptr<EngineModel> model)
+      : ioc_(ioc),
+        options_(std::move(options)),
         model_(std::move(model)),
         acceptor_(ioc_),
-        signals_(ioc_),
         tick_(ioc_),
         id_rng_(options_.seed ^ 0x5eedULL),
-        started_at_(unixSeconds()) {}
+        fault_rng_(options_.seed ^ 0xfa17ULL),
+        started_at_(unixSeconds()) {
+    setFaults(options_.faults);
+  }
 
   std::string listen() {
     tcp::endpoint endpoint(asio::ip::make_address(options_.host), options_.port);
@@ -92,20 +99,20 @@ class EngineServer::Impl {
     return fmt::format("{}:{}", bound.address().to_string(), bound.port());
   }
 
-  void run() {
-    if (options_.handle_signals) {
-      signals_.add(SIGTERM);
-      signals_.add(SIGINT);
-      signals_.async_wait([this](const boost::system::error_code& ec, int) {
-        if (!ec) stopNow();
-      });
-    }
-    spawn(acceptLoop());
-    ioc_.run();
-  }
+  void start() { spawn(acceptLoop()); }
 
-  void stop() {
-    asio::post(ioc_, [this] { stopNow(); });
+  void stopNow() {
+    if (stopping_) return;
+    stopping_ = true;
+    boost::system::error_code ignored;
+    acceptor_.close(ignored);
+    tick_.cancel();
+    for (beast::tcp_stream* stream : connections_) stream->socket().close(ignored);
+    for (auto& [id, pending] : pending_) {
+      pending->aborted = true;
+      pending->wake.cancel();
+    }
+    for (asio::steady_timer* timer : timers_) timer->cancel();
   }
 
  private:
@@ -121,21 +128,6 @@ class EngineServer::Impl {
     });
   }
 
-  void stopNow() {
-    if (stopping_) return;
-    stopping_ = true;
-    boost::system::error_code ignored;
-    acceptor_.close(ignored);
-    signals_.cancel(ignored);
-    tick_.cancel();
-    for (beast::tcp_stream* stream : connections_) stream->socket().close(ignored);
-    for (auto& [id, pending] : pending_) {
-      pending->aborted = true;
-      pending->wake.cancel();
-    }
-    for (asio::steady_timer* timer : timers_) timer->cancel();
-  }
-
   // --- the model driver ---
 
   void advanceModel() {
@@ -143,6 +135,7 @@ class EngineServer::Impl {
     model_->advance(nowNs(), events_);
     for (const TokenEvent& event : events_) {
       counters_.generation_tokens_total += event.tokens;
+      recordTimings(event);
       auto it = pending_.find(event.id);
       if (it == pending_.end()) continue;
       it->second->ready_tokens += event.tokens;
@@ -150,6 +143,95 @@ class EngineServer::Impl {
       it->second->wake.cancel();
     }
     scheduleTick();
+  }
+
+  void recordTimings(const TokenEvent& event) {
+    constexpr double kSecondsPerNs = 1e-9;
+    if (event.previous_token < 0) {
+      counters_.time_to_first_token.observe((event.time - event.arrival) * kSecondsPerNs);
+      counters_.queue_time.observe((event.first_scheduled - event.arrival) * kSecondsPerNs);
+    } else {
+      counters_.inter_token_latency.observe((event.time - event.previous_token) * kSecondsPerNs);
+    }
+    if (event.finished) {
+      counters_.e2e_latency.observe((event.time - event.arrival) * kSecondsPerNs);
+    }
+  }
+
+  // --- faults ---
+
+  void setFaults(const FaultConfig& faults) {
+    if (faults.metrics_stale && !faults_.metrics_stale) stale_metrics_ = renderCurrentMetrics();
+    faults_ = faults;
+    requests_since_faults_ = 0;
+    model_->setSlowdown(faults_.slowdown);
+  }
+
+  bool draw(double probability) {
+    return probability > 0 && (probability >= 1 || fault_rng_.uniform01() < probability);
+  }
+
+  std::string renderCurrentMetrics() {
+    advanceModel();  // bring busy time and token counters up to now
+    return renderMetrics(options_.flavor, options_.model, model_->load(), counters_,
+                         faults_.metrics_nan_kv);
+  }
+
+  // Waits until the server stops (a hang or a stall that outlives the server).
+  asio::awaitable<bool> sleepFor(std::chrono::milliseconds duration) {
+    asio::steady_timer timer(ioc_, duration);
+    timers_.insert(&timer);
+    auto [ec] = co_await timer.async_wait(kAwait);
+    timers_.erase(&timer);
+    co_return !ec && !stopping_;
+  }
+
+  // The request-level faults, in order: crash, reset, hang, error. Returns nullopt when the
+  // request should be served, else whether the connection may be kept.
+  asio::awaitable<std::optional<bool>> injectRequestFaults(beast::tcp_stream& stream,
+                                                           const Request& request) {
+    ++requests_since_faults_;
+    if (faults_.crash_after_requests >= 0 &&
+        requests_since_faults_ > faults_.crash_after_requests) {
+      spdlog::error("engine: injected crash after {} requests", faults_.crash_after_requests);
+      std::fflush(nullptr);
+      std::_Exit(kCrashExitStatus);
+    }
+    if (draw(faults_.reset)) {
+      // SO_LINGER with a zero timeout turns close() into a TCP RST.
+      boost::system::error_code ignored;
+      stream.socket().set_option(asio::socket_base::linger(true, 0), ignored);
+      stream.socket().close(ignored);
+      co_return false;
+    }
+    if (draw(faults_.hang)) {
+      co_await sleepFor(std::chrono::hours(24));
+      co_return false;
+    }
+    if (draw(faults_.error_rate)) {
+      co_return co_await writeError(stream, static_cast<http::status>(faults_.error_status),
+                                    request.version(), request.keep_alive(),
+                                    "injected fault: engine error", "InternalServerError");
+    }
+    co_return std::nullopt;
+  }
+
+  asio::awaitable<bool> serveFaults(beast::tcp_stream& stream, Request& request) {
+    const unsigned version = request.version();
+    const bool keep_alive = request.keep_alive();
+    if (request.method() == http::verb::post) {
+      Parsed<FaultConfig> parsed = parseFaults(request.body());
+      if (!parsed.value) {
+        co_return co_await writeError(stream, http::status::bad_request, version, keep_alive,
+                                      parsed.error);
+      }
+      setFaults(*parsed.value);
+      spdlog::info("engine {}: faults set to {}", options_.port, renderFaults(faults_));
+    } else if (request.method() != http::verb::get) {
+      co_return co_await methodNotAllowed(stream, request);
+    }
+    co_return co_await write(stream, http::status::ok, version, keep_alive, "application/json",
+                             renderFaults(faults_));
   }
 
   void scheduleTick() {
@@ -169,7 +251,7 @@ class EngineServer::Impl {
   // Registers a request with the model; the returned guard cancels it in the model unless it
   // finished (client gone, server stopping) and always unregisters it.
   struct Registration {
-    Impl* impl;
+    Replica* impl;
     RequestId id;
     PendingRequest* pending;
     ~Registration() {
@@ -271,11 +353,16 @@ class EngineServer::Impl {
     }
     if (path == "/metrics") {
       if (!expect(http::verb::get)) co_return co_await methodNotAllowed(stream, request);
-      advanceModel();  // bring busy time and token counters up to now
-      co_return co_await write(
-          stream, http::status::ok, version, keep_alive, "text/plain; version=0.0.4; charset=utf-8",
-          renderMetrics(options_.flavor, options_.model, model_->load(), counters_));
+      if (faults_.metrics_missing) {
+        co_return co_await write(stream, http::status::not_found, version, keep_alive, "text/plain",
+                                 "Not Found\n");
+      }
+      // A named local: g++ 12 destroys a conditional's temporary twice inside co_await.
+      std::string body = faults_.metrics_stale ? stale_metrics_ : renderCurrentMetrics();
+      co_return co_await write(stream, http::status::ok, version, keep_alive,
+                               "text/plain; version=0.0.4; charset=utf-8", std::move(body));
     }
+    if (path == "/admin/faults") co_return co_await serveFaults(stream, request);
     co_return co_await writeError(stream, http::status::not_found, version, keep_alive,
                                   fmt::format("Not found: {}", path));
   }
@@ -306,13 +393,27 @@ class EngineServer::Impl {
     if (!generation.model.empty() && generation.model != options_.model) {
       co_return co_await modelNotFound(stream, request, generation.model);
     }
+    const int64_t capacity = model_->load().kv_capacity_tokens;
+    if (generation.prompt_tokens + static_cast<int64_t>(generation.max_tokens) > capacity) {
+      co_return co_await writeError(
+          stream, http::status::bad_request, request.version(), request.keep_alive(),
+          fmt::format("This request needs {} tokens ({} prompt, {} completion) but the KV cache of "
+                      "this replica holds {}.",
+                      generation.prompt_tokens + generation.max_tokens, generation.prompt_tokens,
+                      generation.max_tokens, capacity));
+    }
+    if (std::optional<bool> faulted = co_await injectRequestFaults(stream, request)) {
+      co_return *faulted;
+    }
 
     PendingRequest pending(ioc_.get_executor());
     const RequestId id = next_request_id_++;
     pending_.emplace(id, &pending);
     Registration registration{this, id, &pending};
     advanceModel();  // the model's timeline must be current before a submit
-    model_->submit(ModelRequest{id, generation.prompt_tokens, generation.max_tokens}, nowNs());
+    ModelRequest model_request{id, generation.prompt_tokens, generation.max_tokens, {}};
+    if (options_.prefix_hashes) model_request.block_hashes = generation.block_hashes;
+    model_->submit(model_request, nowNs());
     counters_.prompt_tokens_total += generation.prompt_tokens;
     scheduleTick();
 
@@ -343,7 +444,17 @@ class EngineServer::Impl {
     // vLLM sends the role chunk with the first output, i.e. after prefill.
     bool sent_role = endpoint != Endpoint::kChatCompletions;
     int delivered = 0;
+    const bool truncate = draw(faults_.truncate_stream);
+    const int truncate_after = faults_.truncate_after_tokens;
+    const int stall_ms = faults_.stall_mid_stream_ms;
+    const int stall_after = faults_.stall_after_tokens;
+    bool stalled = stall_ms <= 0;
     for (;;) {
+      if (truncate && delivered >= truncate_after) co_return false;  // closes without [DONE]
+      if (!stalled && delivered >= stall_after) {
+        stalled = true;
+        if (!co_await sleepFor(std::chrono::milliseconds(stall_ms))) co_return false;
+      }
       if (pending.aborted) co_return false;
       if (pending.ready_tokens == 0 && !pending.finished) {
         co_await pending.wake.async_wait(kAwait);
@@ -358,7 +469,12 @@ class EngineServer::Impl {
         ++delivered;
         if (!co_await writeChunk(stream, renderTokenChunk(identity, words.next()))) co_return false;
         if (pending.aborted) co_return false;
+        if ((truncate && delivered >= truncate_after) || (!stalled && delivered >= stall_after)) {
+          break;
+        }
       }
+      if (truncate && delivered >= truncate_after) continue;
+      if (!stalled && delivered >= stall_after) continue;
       if (pending.finished && pending.ready_tokens == 0) break;
     }
     if (!co_await writeChunk(stream, renderFinishChunk(identity))) co_return false;
@@ -382,12 +498,16 @@ class EngineServer::Impl {
     if (!parsed.value->model.empty() && parsed.value->model != options_.model) {
       co_return co_await modelNotFound(stream, request, parsed.value->model);
     }
+    if (std::optional<bool> faulted = co_await injectRequestFaults(stream, request)) {
+      co_return *faulted;
+    }
     int64_t tokens = 0;
     for (const EmbeddingInput& input : parsed.value->inputs) tokens += input.tokens;
     counters_.prompt_tokens_total += tokens;
-    auto cost = std::min<std::chrono::microseconds>(
-        kEmbeddingMaxCost, kEmbeddingFixedCost + kEmbeddingPerToken * tokens);
-    asio::steady_timer delay(ioc_, cost);
+    const TimeNs cost_ns = std::min<TimeNs>(
+        kEmbeddingMaxCostNs,
+        model_->prefillOnlyNs(static_cast<int>(std::min<int64_t>(tokens, 1 << 30))));
+    asio::steady_timer delay(ioc_, std::chrono::nanoseconds(cost_ns));
     timers_.insert(&delay);
     auto [ec] = co_await delay.async_wait(kAwait);
     timers_.erase(&delay);
@@ -431,14 +551,16 @@ class EngineServer::Impl {
                        id_rng_.next());
   }
 
-  // ioc_ first: it must outlive every I/O object below.
-  asio::io_context ioc_{1};
+  asio::io_context& ioc_;
   EngineServerOptions options_;
   std::unique_ptr<EngineModel> model_;
   tcp::acceptor acceptor_;
-  asio::signal_set signals_;
   asio::steady_timer tick_;
   Rng id_rng_;
+  Rng fault_rng_;
+  FaultConfig faults_;
+  int64_t requests_since_faults_ = 0;
+  std::string stale_metrics_;  // /metrics as it was when metrics_stale was set
   int64_t started_at_;
   RequestParser parser_;
   EngineCounters counters_;
@@ -450,11 +572,53 @@ class EngineServer::Impl {
   std::unordered_set<asio::steady_timer*> timers_;
 };
 
-EngineServer::EngineServer(EngineServerOptions options, std::unique_ptr<EngineModel> model)
-    : impl_(std::make_unique<Impl>(std::move(options), std::move(model))) {}
-EngineServer::~EngineServer() = default;
-std::string EngineServer::listen() { return impl_->listen(); }
-void EngineServer::run() { impl_->run(); }
-void EngineServer::stop() { impl_->stop(); }
+class EngineHost::Impl {
+ public:
+  explicit Impl(bool handle_signals) : signals_(ioc_), handle_signals_(handle_signals) {}
+
+  std::string add(EngineServerOptions options, std::unique_ptr<EngineModel> model) {
+    auto replica = std::make_unique<Replica>(ioc_, std::move(options), std::move(model));
+    std::string bound = replica->listen();
+    replicas_.push_back(std::move(replica));
+    return bound;
+  }
+
+  void run() {
+    if (handle_signals_) {
+      signals_.add(SIGTERM);
+      signals_.add(SIGINT);
+      signals_.async_wait([this](const boost::system::error_code& ec, int) {
+        if (!ec) stopNow();
+      });
+    }
+    for (auto& replica : replicas_) replica->start();
+    ioc_.run();
+  }
+
+  void stop() {
+    asio::post(ioc_, [this] { stopNow(); });
+  }
+
+ private:
+  void stopNow() {
+    boost::system::error_code ignored;
+    signals_.cancel(ignored);
+    for (auto& replica : replicas_) replica->stopNow();
+  }
+
+  // ioc_ first: it must outlive every I/O object, the replicas' included.
+  asio::io_context ioc_{1};
+  asio::signal_set signals_;
+  bool handle_signals_;
+  std::vector<std::unique_ptr<Replica>> replicas_;
+};
+
+EngineHost::EngineHost(bool handle_signals) : impl_(std::make_unique<Impl>(handle_signals)) {}
+EngineHost::~EngineHost() = default;
+std::string EngineHost::add(EngineServerOptions options, std::unique_ptr<EngineModel> model) {
+  return impl_->add(std::move(options), std::move(model));
+}
+void EngineHost::run() { impl_->run(); }
+void EngineHost::stop() { impl_->stop(); }
 
 }  // namespace switchyard::engine

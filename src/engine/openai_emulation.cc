@@ -27,9 +27,12 @@ constexpr std::string_view kVocabulary[] = {
 struct TextStats {
   size_t chars = 0;
   uint64_t hash = kFnvOffset;
+  std::vector<uint64_t> blocks;  // `hash` at the end of each full kPrefixBlockChars block
   void add(std::string_view text) {
-    chars += text.size();
-    for (unsigned char c : text) hash = (hash ^ c) * kFnvPrime;
+    for (unsigned char c : text) {
+      hash = (hash ^ c) * kFnvPrime;
+      if (++chars % kPrefixBlockChars == 0) blocks.push_back(hash);
+    }
   }
   void addTokenIds(size_t count, int64_t last) {
     chars += 4 * count;  // one token each, in the ceil(chars/4) estimate
@@ -182,11 +185,37 @@ void appendChunkHead(std::string& out, const ResponseIdentity& identity) {
                  jsonEscape(identity.model));
 }
 
+// Prometheus spells the special values NaN, +Inf and -Inf.
+std::string formatValue(double value) {
+  if (std::isnan(value)) return "NaN";
+  if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
+  return fmt::format("{}", value);
+}
+
 void appendMetric(std::string& out, std::string_view name, std::string_view type,
                   std::string_view help, std::string_view model, double value) {
   fmt::format_to(std::back_inserter(out),
                  "# HELP {0} {1}\n# TYPE {0} {2}\n{0}{{model_name=\"{3}\"}} {4}\n", name, help,
-                 type, model, value);
+                 type, model, formatValue(value));
+}
+
+void appendHistogram(std::string& out, std::string_view name, std::string_view help,
+                     std::string_view model, const Histogram& histogram) {
+  auto it = std::back_inserter(out);
+  fmt::format_to(it, "# HELP {0} {1}\n# TYPE {0} histogram\n", name, help);
+  int64_t cumulative = 0;
+  for (size_t i = 0; i < histogram.counts.size(); ++i) {
+    cumulative += histogram.counts[i];
+    if (i < histogram.bounds.size()) {
+      fmt::format_to(it, "{}_bucket{{le=\"{}\",model_name=\"{}\"}} {}\n", name, histogram.bounds[i],
+                     model, cumulative);
+    } else {
+      fmt::format_to(it, "{}_bucket{{le=\"+Inf\",model_name=\"{}\"}} {}\n", name, model,
+                     cumulative);
+    }
+  }
+  fmt::format_to(it, "{0}_sum{{model_name=\"{1}\"}} {2}\n{0}_count{{model_name=\"{1}\"}} {3}\n",
+                 name, model, histogram.sum, histogram.count);
 }
 
 }  // namespace
@@ -261,6 +290,7 @@ Parsed<GenerationRequest> RequestParser::generation(Endpoint endpoint, std::stri
   }
   request.prompt_tokens = estimateTokens(all.chars);
   request.prompt_hash = all.hash;
+  if (!prompts.empty()) request.block_hashes = std::move(prompts.front().blocks);
   std::optional<int64_t> limit = max_completion_tokens ? max_completion_tokens : max_tokens;
   if (limit) {
     if (*limit < 1) return failure<Result>("max_tokens must be at least 1");
@@ -431,9 +461,31 @@ std::string renderError(std::string_view message, std::string_view type) {
                      jsonEscape(message), jsonEscape(type));
 }
 
+Histogram::Histogram(std::vector<double> upper_bounds)
+    : bounds(std::move(upper_bounds)), counts(bounds.size() + 1, 0) {}
+
+void Histogram::observe(double value) {
+  size_t i = 0;
+  while (i < bounds.size() && value > bounds[i]) ++i;
+  ++counts[i];
+  sum += value;
+  ++count;
+}
+
+// Bucket bounds as vLLM v0.8+ exports them.
+EngineCounters::EngineCounters()
+    : time_to_first_token({0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25,  0.5,   0.75,
+                           1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0}),
+      inter_token_latency({0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5,
+                           5.0, 7.5, 10.0, 20.0, 40.0, 80.0}),
+      e2e_latency({0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,   10.0,   15.0,  20.0,
+                   30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0}),
+      queue_time(e2e_latency.bounds) {}
+
 std::string renderMetrics(Flavor flavor, std::string_view model, const EngineLoad& load,
-                          const EngineCounters& counters) {
+                          const EngineCounters& counters, bool nan_kv_usage) {
   std::string out;
+  const double kv_usage = nan_kv_usage ? std::nan("") : load.kv_usage;
   const std::string label = jsonEscape(model);  // Prometheus label escaping matches JSON's here
   const auto prompt = static_cast<double>(counters.prompt_tokens_total);
   const auto generation = static_cast<double>(counters.generation_tokens_total);
@@ -443,9 +495,9 @@ std::string renderMetrics(Flavor flavor, std::string_view model, const EngineLoa
     appendMetric(out, "vllm:num_requests_waiting", "gauge",
                  "Number of requests waiting to be processed.", label, load.waiting);
     appendMetric(out, "vllm:kv_cache_usage_perc", "gauge",
-                 "KV-cache usage. 1 means 100 percent usage.", label, load.kv_usage);
+                 "KV-cache usage. 1 means 100 percent usage.", label, kv_usage);
     appendMetric(out, "vllm:gpu_cache_usage_perc", "gauge",
-                 "GPU KV-cache usage. 1 means 100 percent usage.", label, load.kv_usage);
+                 "GPU KV-cache usage. 1 means 100 percent usage.", label, kv_usage);
     appendMetric(out, "vllm:num_preemptions_total", "counter",
                  "Cumulative number of preemption from the engine.", label,
                  static_cast<double>(load.preemptions_total));
@@ -453,16 +505,47 @@ std::string renderMetrics(Flavor flavor, std::string_view model, const EngineLoa
                  label, prompt);
     appendMetric(out, "vllm:generation_tokens_total", "counter",
                  "Number of generation tokens processed.", label, generation);
+    appendMetric(out, "vllm:prefix_cache_queries_total", "counter",
+                 "Prefix cache queries, in terms of number of queried tokens.", label,
+                 static_cast<double>(load.prefix_cache_queries_total));
+    appendMetric(out, "vllm:prefix_cache_hits_total", "counter",
+                 "Prefix cache hits, in terms of number of cached tokens.", label,
+                 static_cast<double>(load.prefix_cache_hits_total));
+    appendHistogram(out, "vllm:time_to_first_token_seconds",
+                    "Histogram of time to first token in seconds.", label,
+                    counters.time_to_first_token);
+    appendHistogram(out, "vllm:inter_token_latency_seconds",
+                    "Histogram of inter-token latency in seconds.", label,
+                    counters.inter_token_latency);
+    appendHistogram(out, "vllm:e2e_request_latency_seconds",
+                    "Histogram of e2e request latency in seconds.", label, counters.e2e_latency);
+    appendHistogram(out, "vllm:request_queue_time_seconds",
+                    "Histogram of time spent in WAITING phase for request.", label,
+                    counters.queue_time);
   } else {
     appendMetric(out, "sglang:num_running_reqs", "gauge", "The number of running requests.", label,
                  load.running);
     appendMetric(out, "sglang:num_queue_reqs", "gauge",
                  "The number of requests in the waiting queue.", label, load.waiting);
-    appendMetric(out, "sglang:token_usage", "gauge", "The token usage.", label, load.kv_usage);
+    appendMetric(out, "sglang:token_usage", "gauge", "The token usage.", label, kv_usage);
     appendMetric(out, "sglang:prompt_tokens_total", "counter",
                  "Number of prefill tokens processed.", label, prompt);
     appendMetric(out, "sglang:generation_tokens_total", "counter",
                  "Number of generation tokens processed.", label, generation);
+    const double queries = static_cast<double>(load.prefix_cache_queries_total);
+    appendMetric(out, "sglang:cache_hit_rate", "gauge", "The prefix cache hit rate.", label,
+                 queries > 0 ? static_cast<double>(load.prefix_cache_hits_total) / queries : 0.0);
+    appendHistogram(out, "sglang:time_to_first_token_seconds",
+                    "Histogram of time to first token in seconds.", label,
+                    counters.time_to_first_token);
+    appendHistogram(out, "sglang:inter_token_latency_seconds",
+                    "Histogram of inter-token latency in seconds.", label,
+                    counters.inter_token_latency);
+    appendHistogram(out, "sglang:e2e_request_latency_seconds",
+                    "Histogram of End-to-end request latency in seconds", label,
+                    counters.e2e_latency);
+    appendHistogram(out, "sglang:queue_time_seconds", "Histogram of queueing time in seconds.",
+                    label, counters.queue_time);
   }
   appendMetric(out, "switchyard_engine_busy_seconds_total", "counter",
                "Seconds the emulated engine had at least one request in its batch.", label,

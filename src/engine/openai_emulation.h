@@ -28,6 +28,9 @@ constexpr int kMaxModelLen = 32768;
 
 // Prompt tokens estimated from text length: ceil(chars / 4), at least 1.
 int estimateTokens(size_t chars);
+// Prefix-cache blocks are 16 estimated tokens, i.e. 64 characters of prompt text.
+constexpr int kPrefixBlockTokens = 16;
+constexpr size_t kPrefixBlockChars = 4 * kPrefixBlockTokens;
 
 struct GenerationRequest {
   std::string model;  // empty when the body has none
@@ -36,6 +39,9 @@ struct GenerationRequest {
   int max_tokens = 16;
   int prompt_tokens = 1;
   uint64_t prompt_hash = 0;  // of the prompt text: seeds the generated words
+  // Hash of the prompt text up to the end of each full 64-character block (of the first prompt
+  // when a completions request has several): equal prefixes give equal leading hashes.
+  std::vector<uint64_t> block_hashes;
 };
 
 struct EmbeddingInput {
@@ -102,14 +108,30 @@ std::string renderEmbeddings(std::string_view model, uint64_t seed,
 std::string renderModels(std::string_view model, int64_t created, Flavor flavor);
 std::string renderError(std::string_view message, std::string_view type = "invalid_request_error");
 
+// A Prometheus histogram: fixed upper bounds, per-bucket counts (the last is +Inf), sum, count.
+struct Histogram {
+  explicit Histogram(std::vector<double> upper_bounds);
+  void observe(double value);
+  std::vector<double> bounds;
+  std::vector<int64_t> counts;  // bounds.size() + 1, not cumulative
+  double sum = 0;
+  int64_t count = 0;
+};
+
+// What the driver accumulates for /metrics; the histograms use vLLM's bucket bounds.
 struct EngineCounters {
+  EngineCounters();
   int64_t prompt_tokens_total = 0;
   int64_t generation_tokens_total = 0;
+  Histogram time_to_first_token;  // seconds, arrival to first token
+  Histogram inter_token_latency;  // seconds between consecutive tokens of a request
+  Histogram e2e_latency;          // seconds, arrival to last token
+  Histogram queue_time;           // seconds, arrival to first scheduled
 };
 // Prometheus text format 0.0.4 in the flavor's metric names, plus
-// switchyard_engine_busy_seconds_total.
+// switchyard_engine_busy_seconds_total. `nan_kv_usage` reports KV usage as NaN (a fault).
 std::string renderMetrics(Flavor flavor, std::string_view model, const EngineLoad& load,
-                          const EngineCounters& counters);
+                          const EngineCounters& counters, bool nan_kv_usage = false);
 
 std::string jsonEscape(std::string_view text);
 

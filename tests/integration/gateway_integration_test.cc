@@ -268,6 +268,11 @@ TEST_F(GatewayTest, OutputTokensAreCountedForEveryKindOfResponse) {
       R"("stream_options":{"include_usage":true}})",
       kJson, 20s);
   EXPECT_EQ(u.status, 200);
+  // The gateway completes its accounting just after relaying the last chunk: wait for it.
+  for (auto deadline = deadlineIn(5s);
+       fleetCounter("running") != 0 && std::chrono::steady_clock::now() < deadline;) {
+    std::this_thread::sleep_for(5ms);
+  }
   EXPECT_EQ(fleetCounter("output_tokens_total"), 7 + 5 + 3) << fleetJson();
   EXPECT_EQ(fleetCounter("requests_total"), 3);
   EXPECT_EQ(fleetCounter("running"), 0);

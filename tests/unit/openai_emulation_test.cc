@@ -100,7 +100,13 @@ TEST(OpenAiEmulationTest, MetricsHaveHelpTypeAndValues) {
   load.running = 2;
   load.kv_usage = 0.25;
   load.busy_seconds_total = 1.5;
-  std::string vllm = renderMetrics(Flavor::kVllm, "m", load, {7, 9});
+  EngineCounters counters;
+  counters.prompt_tokens_total = 7;
+  counters.generation_tokens_total = 9;
+  counters.time_to_first_token.observe(0.003);
+  counters.time_to_first_token.observe(0.3);
+  counters.time_to_first_token.observe(5000);
+  std::string vllm = renderMetrics(Flavor::kVllm, "m", load, counters);
   EXPECT_NE(vllm.find("# TYPE vllm:num_requests_running gauge\n"
                       "vllm:num_requests_running{model_name=\"m\"} 2\n"),
             std::string::npos);
@@ -110,7 +116,26 @@ TEST(OpenAiEmulationTest, MetricsHaveHelpTypeAndValues) {
             std::string::npos);
   EXPECT_NE(vllm.find("switchyard_engine_busy_seconds_total{model_name=\"m\"} 1.5\n"),
             std::string::npos);
-  std::string sglang = renderMetrics(Flavor::kSglang, "m", load, {7, 9});
+  // Histograms: cumulative buckets, +Inf, _sum and _count.
+  EXPECT_NE(vllm.find("# TYPE vllm:time_to_first_token_seconds histogram\n"), std::string::npos);
+  EXPECT_NE(vllm.find("vllm:time_to_first_token_seconds_bucket{le=\"0.001\",model_name=\"m\"} 0\n"
+                      "vllm:time_to_first_token_seconds_bucket{le=\"0.005\",model_name=\"m\"} 1\n"),
+            std::string::npos)
+      << vllm;
+  EXPECT_NE(vllm.find("vllm:time_to_first_token_seconds_bucket{le=\"0.5\",model_name=\"m\"} 2\n"),
+            std::string::npos);
+  EXPECT_NE(vllm.find("vllm:time_to_first_token_seconds_bucket{le=\"+Inf\",model_name=\"m\"} 3\n"),
+            std::string::npos);
+  EXPECT_NE(vllm.find("vllm:time_to_first_token_seconds_count{model_name=\"m\"} 3\n"),
+            std::string::npos);
+  EXPECT_NE(vllm.find("vllm:request_queue_time_seconds_sum{model_name=\"m\"} 0\n"),
+            std::string::npos);
+  EXPECT_NE(renderMetrics(Flavor::kVllm, "m", load, counters, true)
+                .find("vllm:kv_cache_usage_perc{model_name=\"m\"} NaN\n"),
+            std::string::npos);
+  std::string sglang = renderMetrics(Flavor::kSglang, "m", load, counters);
+  EXPECT_NE(sglang.find("sglang:queue_time_seconds_count{model_name=\"m\"} 0\n"),
+            std::string::npos);
   EXPECT_NE(sglang.find("sglang:token_usage{model_name=\"m\"} 0.25\n"), std::string::npos);
   EXPECT_NE(sglang.find("sglang:generation_tokens_total{model_name=\"m\"} 9\n"), std::string::npos);
 }

@@ -1,0 +1,235 @@
+#include "engine/batching_model.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "engine/perf_profiles.h"
+#include "engine/throughput_table.h"
+
+namespace switchyard::engine {
+namespace {
+
+constexpr TimeNs kMs = 1'000'000;
+
+PerfConfig config(std::string_view gpu, std::string_view model = "llama2-7b", int tp = 1) {
+  return makePerfConfig(builtinProfiles(), gpu, model, tp);
+}
+
+// Runs the model until idle, returning every event (a manual timeline: jump to the next event).
+std::vector<TokenEvent> runToIdle(BatchingModel& model, TimeNs limit = 3600'000 * kMs) {
+  std::vector<TokenEvent> events;
+  for (TimeNs t = model.nextEventTime(); t >= 0 && t < limit; t = model.nextEventTime()) {
+    model.advance(t, events);
+  }
+  return events;
+}
+
+std::vector<uint64_t> hashes(uint64_t seed, int blocks) {
+  std::vector<uint64_t> out;
+  for (int i = 0; i < blocks; ++i) out.push_back(seed * 1000 + static_cast<uint64_t>(i));
+  return out;
+}
+
+TEST(PerfProfilesTest, BuiltInProfilesHaveTheSpecSheetFigures) {
+  const ProfileCatalog& catalog = builtinProfiles();
+  for (const char* name : {"A10", "L20", "V100", "A100-80GB", "H100", "B200"}) {
+    EXPECT_NE(catalog.findGpu(name), nullptr) << name;
+  }
+  ASSERT_NE(catalog.findGpu("a100"), nullptr);
+  EXPECT_EQ(catalog.findGpu("A100")->name, "A100-80GB");
+  EXPECT_EQ(catalog.findGpu("H100")->bandwidth_gbps, 3350);
+  const ModelSpec* llama = catalog.findModel("llama2-7b");
+  ASSERT_NE(llama, nullptr);
+  EXPECT_EQ(llama->kvBytesPerToken(), 2.0 * 32 * 32 * 128 * 2);  // 512 KiB
+  EXPECT_EQ(catalog.findModel("llama2-70b")->kvBytesPerToken(), 2.0 * 80 * 8 * 128 * 2);
+
+  PerfConfig a100 = config("A100");
+  const double kv_bytes = 80e9 * 0.9 - 6.74e9 * 2;
+  EXPECT_EQ(a100.kv_blocks, static_cast<int64_t>(kv_bytes / (524288.0 * 16)));
+  EXPECT_EQ(a100.kvCapacityTokens(), a100.kv_blocks * 16);
+}
+
+TEST(PerfProfilesTest, SeventyBMustFitOrUseTensorParallel) {
+  try {
+    config("A100", "llama2-70b");
+    FAIL() << "expected a start-up error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("does not fit"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--tp 2"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(config("A10", "llama2-70b"), std::invalid_argument);
+  EXPECT_GT(config("A100", "llama2-70b", 2).kv_blocks, 0);
+  EXPECT_GT(config("B200", "llama2-70b").kv_blocks, 0);
+  EXPECT_THROW(config("TPU9"), std::invalid_argument);
+  EXPECT_THROW(config("A100", "gpt-17"), std::invalid_argument);
+}
+
+TEST(PerfProfilesTest, ParsesAUserFileAndRejectsBadFigures) {
+  ProfileCatalog catalog = parseProfiles(R"(
+engine: {max_num_seqs: 4, step_overhead_ms: 0}
+gpus: [{name: X1, memory_gb: 40, bandwidth_gbps: 1000, tflops: 100}]
+models: [{name: m, params: 1e9, layers: 16, hidden_size: 2048, heads: 16, kv_heads: 16}]
+)");
+  EXPECT_EQ(catalog.tuning.max_num_seqs, 4);
+  PerfConfig c = makePerfConfig(catalog, "x1", "m");
+  EXPECT_EQ(c.step_overhead_ns, 0);
+  // Batch of one decode token: memory bound, weights / (bandwidth * 0.8).
+  BatchingModel model(c);
+  EXPECT_NEAR(model.stepDurationNs(1, 0), 2e9 / (1000e9 * 0.8) * 1e9, 1);
+  // A big prefill is compute bound: 2 * params * tokens / (flops * 0.5).
+  EXPECT_NEAR(model.stepDurationNs(2048, 2048), 2 * 1e9 * 2048 / (100e12 * 0.5) * 1e9, 1);
+  EXPECT_THROW(parseProfiles("gpus: [{name: X, memory_gb: -1}]\nmodels: []"),
+               std::invalid_argument);
+  EXPECT_THROW(parseProfiles("{{{"), std::invalid_argument);
+}
+
+TEST(BatchingModelTest, ThroughputFollowsTheSpecSheets) {
+  std::map<std::string, double> at1;
+  std::map<std::string, double> at16;
+  for (const char* gpu : {"A10", "L20", "V100", "A100", "H100", "B200"}) {
+    at1[gpu] = simulateClosedLoop(config(gpu), 1, 32, 128, 4).output_tokens_per_s;
+    at16[gpu] = simulateClosedLoop(config(gpu), 16, 32, 128, 64).output_tokens_per_s;
+  }
+  for (const auto* tps : {&at1, &at16}) {
+    const auto& t = *tps;
+    EXPECT_GT(t.at("B200"), t.at("H100"));
+    EXPECT_GT(t.at("H100"), t.at("A100"));
+    EXPECT_GT(t.at("A100"), t.at("L20"));
+    EXPECT_GT(t.at("A100"), t.at("V100"));
+    EXPECT_GT(t.at("L20"), t.at("A10"));
+    EXPECT_GT(t.at("V100"), t.at("A10"));  // 900 vs 600 GB/s
+    // L20 (864 GB/s) and V100 (900 GB/s) are within a few percent of each other.
+    EXPECT_NEAR(t.at("L20") / t.at("V100"), 1.0, 0.1);
+  }
+  // Batching: 16 streams share each weight read, so throughput grows well beyond one stream.
+  EXPECT_GT(at16.at("A100"), 8 * at1.at("A100"));
+}
+
+TEST(BatchingModelTest, SaturatesAndQueuesBeyondMaxNumSeqs) {
+  PerfConfig c = config("A100");
+  c.max_num_seqs = 8;
+  ClosedLoopResult at8 = simulateClosedLoop(c, 8, 32, 64, 64);
+  ClosedLoopResult at32 = simulateClosedLoop(c, 32, 32, 64, 256);
+  EXPECT_EQ(at8.max_waiting, 0);
+  EXPECT_GT(at32.max_waiting, 0);
+  EXPECT_NEAR(at32.output_tokens_per_s / at8.output_tokens_per_s, 1.0, 0.05);  // plateau
+  EXPECT_GT(at32.mean_ttft_s, 3 * at8.mean_ttft_s);                            // queueing
+
+  BatchingModel model(c);
+  for (RequestId id = 1; id <= 12; ++id) model.submit(ModelRequest{id, 32, 16, {}}, 0);
+  std::vector<TokenEvent> events;
+  model.advance(model.nextEventTime(), events);
+  EXPECT_EQ(model.load().running, 8);
+  EXPECT_EQ(model.load().waiting, 4);
+}
+
+TEST(BatchingModelTest, KvExhaustionPreemptsTheNewestAndStillCompletesEverything) {
+  PerfConfig c = config("A100");
+  c.kv_blocks = 64;  // 1024 tokens
+  BatchingModel model(c);
+  for (RequestId id = 1; id <= 8; ++id) model.submit(ModelRequest{id, 100, 200, {}}, 0);
+  std::vector<TokenEvent> events = runToIdle(model);
+  EXPECT_GT(model.load().preemptions_total, 0);
+  std::map<RequestId, int> tokens;
+  for (const TokenEvent& e : events) tokens[e.id] += e.tokens;
+  ASSERT_EQ(tokens.size(), 8u);
+  for (const auto& [id, count] : tokens) EXPECT_EQ(count, 200) << id;
+  EXPECT_EQ(model.load().kv_usage, 0.0);
+  EXPECT_EQ(model.load().running, 0);
+}
+
+TEST(BatchingModelTest, PrefixCacheHitsShortenTimeToFirstToken) {
+  for (bool caching : {true, false}) {
+    PerfConfig c = config("A100");
+    c.prefix_caching = caching;
+    BatchingModel model(c);
+    model.submit(ModelRequest{1, 1024, 4, hashes(7, 64)}, 0);
+    std::vector<TokenEvent> first = runToIdle(model);
+    const TimeNs start = first.back().time + 10 * kMs;
+    model.submit(ModelRequest{2, 1024, 4, hashes(7, 64)}, start);
+    std::vector<TokenEvent> second = runToIdle(model);
+    const TimeNs ttft1 = first.front().time - first.front().arrival;
+    const TimeNs ttft2 = second.front().time - second.front().arrival;
+    if (caching) {
+      EXPECT_LT(ttft2 * 2, ttft1) << ttft1 << " vs " << ttft2;
+      EXPECT_EQ(model.load().prefix_cache_hits_total, 63 * 16);  // the last block is recomputed
+    } else {
+      EXPECT_EQ(ttft2, ttft1);
+      EXPECT_EQ(model.load().prefix_cache_hits_total, 0);
+    }
+    EXPECT_EQ(model.load().kv_usage, 0.0);  // cached blocks count as free
+  }
+}
+
+TEST(BatchingModelTest, ChunkedPrefillKeepsDecodesFlowing) {
+  BatchingModel model(config("H100"));
+  model.submit(ModelRequest{1, 16, 100, {}}, 0);
+  std::vector<TokenEvent> events;
+  model.advance(model.nextEventTime(), events);  // request 1 prefilled, decoding
+  ASSERT_EQ(events.size(), 1u);
+  const TimeNs t0 = events.back().time;
+  // Joins after the step in flight, then needs 3 chunks of at most 2048 tokens.
+  model.submit(ModelRequest{2, 5000, 4, {}}, t0);
+  events.clear();
+  for (int step = 0; step < 4; ++step) model.advance(model.nextEventTime(), events);
+  int from1 = 0;
+  int from2 = 0;
+  for (const TokenEvent& e : events) (e.id == 1 ? from1 : from2) += e.tokens;
+  EXPECT_EQ(from1, 4);  // one token per step while 2 prefills
+  EXPECT_EQ(from2, 1);  // its first token at the end of the third chunk
+}
+
+TEST(BatchingModelTest, SameInputsSameEventsAndCancelReleases) {
+  auto run = [] {
+    BatchingModel model(config("L20"));
+    std::vector<TokenEvent> events;
+    for (RequestId id = 1; id <= 20; ++id) {
+      TimeNs at = static_cast<TimeNs>(id) * 7 * kMs;
+      model.advance(at, events);
+      model.submit(ModelRequest{id, 10 + static_cast<int>(id) * 13, 30, hashes(id % 3, 2)}, at);
+    }
+    model.cancel(5, 150 * kMs);
+    std::vector<TokenEvent> rest = runToIdle(model);
+    events.insert(events.end(), rest.begin(), rest.end());
+    EXPECT_EQ(model.load().kv_usage, 0.0);
+    return events;
+  };
+  std::vector<TokenEvent> a = run();
+  std::vector<TokenEvent> b = run();
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].id, b[i].id);
+    EXPECT_EQ(a[i].time, b[i].time);
+    EXPECT_EQ(a[i].finished, b[i].finished);
+  }
+  int finished = 0;
+  for (const TokenEvent& e : a) finished += e.finished;
+  EXPECT_EQ(finished, 19);  // request 5 was cancelled
+}
+
+TEST(BatchingModelTest, SlowdownStretchesStepsAndBusyTimeCountsThem) {
+  BatchingModel model(config("A100"));
+  const TimeNs normal = model.stepDurationNs(1, 100);
+  model.setSlowdown(2);
+  EXPECT_EQ(model.stepDurationNs(1, 100), 2 * normal);
+  model.submit(ModelRequest{1, 16, 10, {}}, 0);
+  std::vector<TokenEvent> events = runToIdle(model);
+  ASSERT_EQ(events.size(), 10u);
+  EXPECT_NEAR(model.load().busy_seconds_total, events.back().time / 1e9, 1e-9);
+  EXPECT_EQ(model.nextEventTime(), -1);
+}
+
+TEST(ThroughputTableTest, PrintsEveryGpu) {
+  std::string table = formatThroughputTable(builtinProfiles(), "llama2-7b", 32, 128);
+  for (const char* gpu : {"A10", "L20", "V100", "A100-80GB", "H100", "B200"}) {
+    EXPECT_NE(table.find(std::string("| ") + gpu + " |"), std::string::npos) << table;
+  }
+  std::printf("%s", table.c_str());
+}
+
+}  // namespace
+}  // namespace switchyard::engine
