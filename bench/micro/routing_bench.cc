@@ -14,7 +14,8 @@ namespace {
 
 void routeBenchmark(benchmark::State& state, std::string_view strategy_name) {
   const int replicas = static_cast<int>(state.range(0));
-  fleet::ModelSpec model{"m", "", {}, {}};
+  fleet::ModelSpec model;
+  model.name = "m";
   for (int i = 0; i < replicas; ++i) {
     model.replicas.push_back({"10.0." + std::to_string(i / 250) + "." +
                                   std::to_string(i % 250) + ":8000",
@@ -39,7 +40,7 @@ void routeBenchmark(benchmark::State& state, std::string_view strategy_name) {
   }
   routing::StrategySpec spec;
   routing::parseStrategySpec(strategy_name, spec);
-  routing::RouteRequest request{&spec, 0, -1, {}};
+  routing::RouteRequest request{&spec, 0, {}, {}};
   Rng rng(1);
   routing::RoutingScratch scratch;
   routing::route(*snapshot, entry, request, rng, scratch);  // grow the scratch space once

@@ -1,6 +1,8 @@
 #include "fleet/fleet_registry.h"
 
+#include <algorithm>
 #include <charconv>
+#include <cmath>
 
 namespace switchyard::fleet {
 
@@ -33,16 +35,18 @@ void FleetRegistry::apply(const std::vector<ModelSpec>& models, TimeNs signal_ma
   snapshot->signal_max_age = signal_max_age;
 
   std::map<std::string, std::shared_ptr<ReplicaState>> kept;
-  std::map<std::string, std::shared_ptr<ModelCursor>> kept_cursors;
+  std::map<std::string, std::shared_ptr<ModelRuntime>> kept_runtimes;
   for (const ModelSpec& spec : models) {
     ModelEntry model;
     model.name = spec.name;
     model.routing_strategy = spec.routing_strategy;
     model.load_balance = spec.load_balance;
-    auto& cursor = kept_cursors[spec.name];
-    if (auto it = cursors_.find(spec.name); it != cursors_.end()) cursor = it->second;
-    if (!cursor) cursor = std::make_shared<ModelCursor>();
-    model.cursor = cursor;
+    model.limits = spec.limits;
+    model.timeouts = spec.timeouts;
+    auto& runtime = kept_runtimes[spec.name];
+    if (auto it = runtimes_.find(spec.name); it != runtimes_.end()) runtime = it->second;
+    if (!runtime) runtime = std::make_shared<ModelRuntime>();
+    model.runtime = runtime;
     for (const ReplicaSpec& replica_spec : spec.replicas) {
       auto& state = kept[replica_spec.address];
       if (!state) {
@@ -68,9 +72,27 @@ void FleetRegistry::apply(const std::vector<ModelSpec>& models, TimeNs signal_ma
     }
   }
   by_address_ = std::move(kept);
-  cursors_ = std::move(kept_cursors);
+  runtimes_ = std::move(kept_runtimes);
   snapshot_ = std::move(snapshot);
+  for (const ModelEntry& model : snapshot_->models) rescaleRateLimit(model, -1);
   version_.store(snapshot_->version, std::memory_order_release);
+}
+
+void rescaleRateLimit(const ModelEntry& model, int routable) {
+  if (routable < 0) {
+    // Until the health manager has judged the new fleet, every replica counts as routable.
+    routable = static_cast<int>(model.replicas.size());
+    model.runtime->routable_replicas.store(routable, std::memory_order_relaxed);
+  }
+  const double per_replica = model.limits.requests_per_second_per_replica;
+  // At least one replica's worth: when health has excluded everything the gateway falls back to
+  // all replicas, and the rate limit follows that fallback rather than closing the model.
+  const double rate = per_replica * std::max(1, routable);
+  if (per_replica <= 0) {
+    model.runtime->rate.configure(0, 0);
+  } else if (std::abs(model.runtime->rate.rate() - rate) > 1e-9 * rate) {
+    model.runtime->rate.configure(rate, std::max(1.0, rate));  // bursts of one second's worth
+  }
 }
 
 std::shared_ptr<const FleetSnapshot> FleetRegistry::latest() const {

@@ -26,6 +26,8 @@ struct ModelSpec {
   std::string name;
   std::string routing_strategy;
   LoadBalanceParams load_balance;
+  ModelLimits limits;
+  UpstreamTimeouts timeouts;
   std::vector<ReplicaSpec> replicas;
 };
 
@@ -46,10 +48,10 @@ class FleetRegistry {
   std::vector<std::shared_ptr<ReplicaState>> replicas() const;
 
  private:
-  mutable std::mutex mutex_;  // guards snapshot_, by_address_, cursors_; never held on I/O
+  mutable std::mutex mutex_;  // guards snapshot_, by_address_, runtimes_; never held on I/O
   std::shared_ptr<const FleetSnapshot> snapshot_;
   std::map<std::string, std::shared_ptr<ReplicaState>> by_address_;
-  std::map<std::string, std::shared_ptr<ModelCursor>> cursors_;
+  std::map<std::string, std::shared_ptr<ModelRuntime>> runtimes_;
   std::atomic<uint64_t> version_{0};
 };
 
@@ -71,6 +73,9 @@ class SnapshotCache {
   std::shared_ptr<const FleetSnapshot> snapshot_;
   uint64_t version_ = 0;
 };
+
+// Sets a model's rate limit to its per-replica RPS x `routable` replicas (-1: all of them).
+void rescaleRateLimit(const ModelEntry& model, int routable);
 
 // Splits "host:port"; false when malformed or the port is out of range.
 bool splitHostPort(std::string_view address, std::string& host, uint16_t& port);

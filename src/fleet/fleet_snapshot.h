@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "core/gcra.h"
 #include "fleet/replica_state.h"
 
 namespace switchyard::fleet {
@@ -32,17 +33,34 @@ struct ReplicaEntry {
   std::string_view gpu;                       // labels["gpu"], or "unknown"
 };
 
-// Per-model routing state that must persist across snapshots (round-robin cursor).
-struct alignas(64) ModelCursor {
-  std::atomic<uint64_t> next{0};
+// Per-model state that must persist across snapshots and is shared by the workers.
+struct ModelRuntime {
+  alignas(64) std::atomic<uint64_t> next{0};  // round-robin cursor
+  alignas(64) std::atomic<int32_t> routable_replicas{0};  // not excluded by health
+  AtomicGcra rate;  // model-wide rate = per-replica RPS x routable replicas
+};
+
+// Per-model protection (docs/operations.md); 0 means unlimited.
+struct ModelLimits {
+  double requests_per_second_per_replica = 0;
+  int64_t max_inflight_per_replica = 0;
+};
+
+// Upstream timeouts, per model (long generations want long first-byte timeouts).
+struct UpstreamTimeouts {
+  TimeNs connect = 3 * kNsPerSec;
+  TimeNs first_byte = 600 * kNsPerSec;
+  TimeNs idle = 120 * kNsPerSec;
 };
 
 struct ModelEntry {
   std::string name;
   std::string routing_strategy;  // per-model default; empty means the gateway default
   LoadBalanceParams load_balance;
+  ModelLimits limits;
+  UpstreamTimeouts timeouts;
   std::vector<ReplicaEntry> replicas;
-  std::shared_ptr<ModelCursor> cursor;
+  std::shared_ptr<ModelRuntime> runtime;
 };
 
 struct StringHash {

@@ -29,6 +29,28 @@ struct alignas(64) ReplicaCounters {
   std::atomic<int64_t> prefill_ns_total{0};      // ...and their time to first byte
   std::atomic<int64_t> tokenless_requests_total{0};  // completed with no output tokens
   std::atomic<int64_t> tokenless_latency_ns_total{0};  // (embeddings): their latency
+  // Request outcomes for health: failures the replica is responsible for (connect errors, resets,
+  // 5xx, timeouts, truncated streams); client errors (4xx) are successes here.
+  std::atomic<int64_t> outcome_successes_total{0};
+  std::atomic<int64_t> outcome_failures_total{0};
+  std::atomic<int64_t> consecutive_failures{0};
+};
+
+// A replica's routing health (docs/operations.md). Written by the control thread's health
+// manager, read by the routing filters on every request.
+enum class HealthState : uint8_t {
+  kHealthy = 0,
+  kExcluded = 1,  // out of rotation until its backoff ends
+  kHalfOpen = 2,  // backoff over: one trial request at a time, plus probes
+};
+
+// Why a replica is excluded (the last reason wins).
+enum class HealthReason : uint8_t {
+  kNone = 0,
+  kRequestFailures,  // repeated upstream failures, confirmed by a probe (or overwhelming)
+  kProbeFailures,    // background probes failed
+  kLoadOutlier,      // load far above the fleet's, relative to its capacity
+  kHalfOpenFailure,  // the trial request or probe after a backoff failed
 };
 
 // What the capacity estimator has learned about a replica; NaN while unknown.
@@ -64,6 +86,26 @@ class ReplicaState {
                         bool* fresh = nullptr) const;
   TimeNs lastScrapeFailureAt() const { return scrape_failed_at_.load(std::memory_order_relaxed); }
 
+  // Control thread writes the health verdict; the routing filters read it.
+  void storeHealth(HealthState state, HealthReason reason) {
+    health_reason_.store(reason, std::memory_order_relaxed);
+    health_.store(state, std::memory_order_release);
+  }
+  HealthState health() const { return health_.load(std::memory_order_acquire); }
+  HealthReason healthReason() const { return health_reason_.load(std::memory_order_relaxed); }
+
+  // Workers: record one request outcome.
+  void recordSuccess() {
+    counters_.outcome_successes_total.fetch_add(1, std::memory_order_relaxed);
+    if (counters_.consecutive_failures.load(std::memory_order_relaxed) != 0) {
+      counters_.consecutive_failures.store(0, std::memory_order_relaxed);
+    }
+  }
+  void recordFailure() {
+    counters_.outcome_failures_total.fetch_add(1, std::memory_order_relaxed);
+    counters_.consecutive_failures.fetch_add(1, std::memory_order_relaxed);
+  }
+
   // Control thread writes what the capacity estimator learned; workers read it when scoring.
   void storeCapacity(const LearnedCapacity& capacity) {
     decode_capacity_.store(capacity.decode, std::memory_order_relaxed);
@@ -90,6 +132,9 @@ class ReplicaState {
   std::atomic<TimeNs> signals_read_at_{-1};
   std::atomic<bool> signals_valid_{false};
   std::atomic<TimeNs> scrape_failed_at_{-1};
+
+  std::atomic<HealthState> health_{HealthState::kHealthy};
+  std::atomic<HealthReason> health_reason_{HealthReason::kNone};
 
   alignas(64) std::atomic<double> decode_capacity_{EngineSignals::kUnknown};
   std::atomic<double> prefill_capacity_{EngineSignals::kUnknown};

@@ -78,6 +78,50 @@ void parseLoadBalance(const YAML::Node& node, const std::string& where,
   }
 }
 
+void parseHealth(const YAML::Node& node, health::HealthSettings& h) {
+  if (!node.IsMap()) throw ConfigError("health: must be a mapping");
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const std::string key = it->first.as<std::string>();
+    const std::string full = "health." + key;
+    const YAML::Node& v = it->second;
+    if (key == "failure_threshold") {
+      h.failure_threshold = static_cast<int>(number(v, full, 1, 1e6));
+    } else if (key == "hard_failure_threshold") {
+      h.hard_failure_threshold = static_cast<int>(number(v, full, 1, 1e6));
+    } else if (key == "probe_failure_threshold") {
+      h.probe_failure_threshold = static_cast<int>(number(v, full, 1, 1e6));
+    } else if (key == "half_open_successes") {
+      h.half_open_successes = static_cast<int>(number(v, full, 1, 1e6));
+    } else if (key == "base_backoff_ms") {
+      h.base_backoff = millis(v, full);
+    } else if (key == "max_backoff_ms") {
+      h.max_backoff = millis(v, full);
+    } else if (key == "probe_interval_ms") {
+      h.probe_interval = millis(v, full);
+    } else if (key == "probe_timeout_ms") {
+      h.probe_timeout = millis(v, full);
+    } else if (key == "probe_path") {
+      h.probe_path = scalar<std::string>(v, full);
+      if (h.probe_path.empty() || h.probe_path[0] != '/') {
+        throw ConfigError(full + ": must start with /");
+      }
+    } else if (key == "outlier_factor") {
+      h.outlier_factor = number(v, full, 1, 1e6);
+    } else if (key == "outlier_min_requests") {
+      h.outlier_min_requests = number(v, full, 0, 1e9);
+    } else if (key == "outlier_exclusion_ms") {
+      h.outlier_exclusion = millis(v, full);
+    } else if (key == "outlier_max_fraction") {
+      h.outlier_max_fraction = number(v, full, 0, 1);
+    } else {
+      throw ConfigError(full + ": unknown key");
+    }
+  }
+  if (h.hard_failure_threshold < h.failure_threshold) {
+    throw ConfigError("health.hard_failure_threshold: must be >= failure_threshold");
+  }
+}
+
 void parseTimeouts(const YAML::Node& node, TimeoutsConfig& t) {
   const std::pair<const char*, TimeNs*> fields[] = {
       {"client_header_ms", &t.client_header},
@@ -103,11 +147,44 @@ void parseTimeouts(const YAML::Node& node, TimeoutsConfig& t) {
 }
 
 fleet::ModelSpec parseModel(const YAML::Node& node, size_t index,
-                            const fleet::LoadBalanceParams& defaults) {
+                            const fleet::LoadBalanceParams& defaults,
+                            const fleet::UpstreamTimeouts& default_timeouts) {
   const std::string where = "models[" + std::to_string(index) + "]";
   if (!node.IsMap()) throw ConfigError(where + ": must be a mapping");
   fleet::ModelSpec model;
   model.load_balance = defaults;
+  model.timeouts = default_timeouts;
+  if (const YAML::Node limits = node["limits"]) {
+    if (!limits.IsMap()) throw ConfigError(where + ".limits: must be a mapping");
+    for (auto it = limits.begin(); it != limits.end(); ++it) {
+      const std::string key = it->first.as<std::string>();
+      const std::string full = where + ".limits." + key;
+      if (key == "requests_per_second_per_replica") {
+        model.limits.requests_per_second_per_replica = number(it->second, full, 0, 1e9);
+      } else if (key == "max_inflight_per_replica") {
+        model.limits.max_inflight_per_replica =
+            static_cast<int64_t>(number(it->second, full, 0, 1e9));
+      } else {
+        throw ConfigError(full + ": unknown key");
+      }
+    }
+  }
+  if (const YAML::Node t = node["timeouts"]) {
+    if (!t.IsMap()) throw ConfigError(where + ".timeouts: must be a mapping");
+    for (auto it = t.begin(); it != t.end(); ++it) {
+      const std::string key = it->first.as<std::string>();
+      const std::string full = where + ".timeouts." + key;
+      if (key == "upstream_connect_ms") {
+        model.timeouts.connect = millis(it->second, full);
+      } else if (key == "upstream_first_byte_ms") {
+        model.timeouts.first_byte = millis(it->second, full);
+      } else if (key == "upstream_idle_ms") {
+        model.timeouts.idle = millis(it->second, full);
+      } else {
+        throw ConfigError(full + ": unknown key");
+      }
+    }
+  }
   if (const YAML::Node rc = node["routing_config"]) {
     if (!rc.IsMap()) throw ConfigError(where + ".routing_config: must be a mapping");
     for (auto it = rc.begin(); it != rc.end(); ++it) {
@@ -187,9 +264,10 @@ GatewayConfig parseNode(const YAML::Node& root) {
   GatewayConfig config;
   if (!root || root.IsNull()) throw ConfigError("empty configuration");
   if (!root.IsMap()) throw ConfigError("top level must be a mapping");
-  static const std::set<std::string> kKnown = {"listen", "admin_listen", "workers", "routing",
-                                               "telemetry", "limits", "timeouts", "models",
-                                               "reload_poll_interval_ms"};
+  static const std::set<std::string> kKnown = {"listen",    "admin_listen", "workers",
+                                               "routing",   "telemetry",    "limits",
+                                               "timeouts",  "models",       "reload_poll_interval_ms",
+                                               "health",    "retry"};
   for (auto it = root.begin(); it != root.end(); ++it) {
     const std::string key = it->first.as<std::string>();
     if (!kKnown.count(key)) throw ConfigError(key + ": unknown key");
@@ -251,11 +329,31 @@ GatewayConfig parseNode(const YAML::Node& root) {
     }
   }
   if (const YAML::Node timeouts = root["timeouts"]) parseTimeouts(timeouts, config.timeouts);
+  if (const YAML::Node health = root["health"]) parseHealth(health, config.health);
+  if (const YAML::Node retry = root["retry"]) {
+    if (!retry.IsMap()) throw ConfigError("retry: must be a mapping");
+    for (auto it = retry.begin(); it != retry.end(); ++it) {
+      const std::string key = it->first.as<std::string>();
+      const std::string full = "retry." + key;
+      if (key == "max_attempts") {
+        config.retry.max_attempts = static_cast<int>(number(it->second, full, 1, 10));
+      } else if (key == "budget_ratio") {
+        config.retry.budget_ratio = number(it->second, full, 0, 10);
+      } else if (key == "budget_min_per_second") {
+        config.retry.budget_min_per_second = number(it->second, full, 0, 1e6);
+      } else {
+        throw ConfigError(full + ": unknown key");
+      }
+    }
+  }
   const YAML::Node models = root["models"];
   if (models && !models.IsSequence()) throw ConfigError("models: must be a list");
   std::set<std::string> names;
   for (size_t i = 0; models && i < models.size(); ++i) {
-    fleet::ModelSpec model = parseModel(models[i], i, config.load_balance);
+    const fleet::UpstreamTimeouts default_timeouts{config.timeouts.upstream_connect,
+                                                   config.timeouts.upstream_first_byte,
+                                                   config.timeouts.upstream_idle};
+    fleet::ModelSpec model = parseModel(models[i], i, config.load_balance, default_timeouts);
     if (!names.insert(model.name).second) throw ConfigError("duplicate model " + model.name);
     config.models.push_back(std::move(model));
   }

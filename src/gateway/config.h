@@ -16,6 +16,7 @@
 
 #include "core/clock.h"
 #include "fleet/fleet_registry.h"
+#include "health/replica_health.h"
 
 namespace switchyard::gateway {
 
@@ -35,6 +36,12 @@ struct TimeoutsConfig {
   TimeNs shutdown_grace = 30 * kNsPerSec;
 };
 
+struct RetryConfig {
+  int max_attempts = 3;          // replicas tried per request, the first included
+  double budget_ratio = 0.2;     // retries allowed per request, over time
+  double budget_min_per_second = 5;
+};
+
 struct CapacityConfig {
   TimeNs refresh = 1 * kNsPerSec;
   TimeNs window = 60 * kNsPerSec;
@@ -49,6 +56,8 @@ struct GatewayConfig {
   fleet::LoadBalanceParams load_balance;  // global defaults; models may override
   double auto_blend_load_balance_weight = 1.0;
   CapacityConfig capacity;
+  health::HealthSettings health;
+  RetryConfig retry;
   TimeNs scrape_interval = 100 * kNsPerMs;
   TimeNs reload_poll_interval = 1 * kNsPerSec;
   size_t max_body_bytes = 8u << 20;

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "api/openai_error.h"
+#include "health/replica_health.h"
 
 namespace switchyard::gateway {
 namespace {
@@ -57,11 +58,16 @@ std::string renderFleetJson(const fleet::FleetSnapshot& snapshot, TimeNs now) {
         out.push_back(':');
         appendString(out, value);
       }
+      fmt::format_to(std::back_inserter(out), R"(}},"health":"{}","health_reason":"{}",)",
+                     health::healthStateName(replica.state->health()),
+                     health::healthReasonName(replica.state->healthReason()));
       fmt::format_to(std::back_inserter(out),
-                     R"(}},"running":{},"requests_total":{},"output_tokens_total":{},)"
-                     R"("input_tokens_total":{},"upstream_errors_total":{},"signals":{{)",
+                     R"("running":{},"requests_total":{},"output_tokens_total":{},)"
+                     R"("input_tokens_total":{},"upstream_errors_total":{},)"
+                     R"("consecutive_failures":{},"signals":{{)",
                      c.running.load(), c.requests_total.load(), c.output_tokens_total.load(),
-                     c.input_tokens_total.load(), c.upstream_errors_total.load());
+                     c.input_tokens_total.load(), c.upstream_errors_total.load(),
+                     c.consecutive_failures.load());
       TimeNs age = -1;
       bool fresh = false;
       const fleet::EngineSignals signals =

@@ -14,6 +14,7 @@
 #include "gateway/admin_server.h"
 #include "gateway/fleet_view.h"
 #include "gateway/worker.h"
+#include "health/health_manager.h"
 #include "http/listener.h"
 
 namespace switchyard::gateway {
@@ -50,6 +51,8 @@ class ControlPlane {
         capacity_(fleet::CapacitySettings{config_.capacity.window,
                                           config_.capacity.time_constant}),
         capacity_timer_(io_),
+        health_(io_, SteadyClock::instance(), config_.health),
+        health_timer_(io_),
         signals_(io_, SIGTERM, SIGINT, SIGHUP),
         reload_timer_(io_),
         shutdown_timer_(io_) {}
@@ -74,6 +77,7 @@ class ControlPlane {
     waitForSignal();
     scheduleReloadPoll();
     scheduleCapacityRefresh();
+    scheduleHealthTick();
 
     std::printf("listening %s:%u %s:%u\n", listen.address().to_string().c_str(), listen.port(),
                 listen.address().to_string().c_str(), admin_->port());
@@ -106,6 +110,16 @@ class ControlPlane {
   void applyFleet(const GatewayConfig& config) {
     registry_.apply(config.models, config.signalMaxAge(), config.default_strategy,
                     config.auto_blend_load_balance_weight);
+    health_.sync(registry_.latest());
+  }
+
+  void scheduleHealthTick() {
+    health_timer_.expires_after(std::chrono::milliseconds(100));
+    health_timer_.async_wait([this](const boost::system::error_code& ec) {
+      if (ec || shutting_down_) return;
+      health_.tick();
+      scheduleHealthTick();
+    });
   }
 
   void scheduleCapacityRefresh() {
@@ -174,6 +188,7 @@ class ControlPlane {
     for (auto& worker : workers_) worker->beginShutdown();
     reload_timer_.cancel();
     capacity_timer_.cancel();
+    health_timer_.cancel();
     shutdown_deadline_ = SteadyClock::instance().now() + config_.timeouts.shutdown_grace;
     pollDrained();
   }
@@ -184,6 +199,7 @@ class ControlPlane {
     if (inflight == 0 || SteadyClock::instance().now() >= shutdown_deadline_) {
       if (inflight > 0) spdlog::warn("gateway: grace period over, {} requests cut", inflight);
       scraper_.stopAll();
+      health_.stopAll();
       admin_->stop();
       signals_.cancel();
       io_.stop();
@@ -202,6 +218,8 @@ class ControlPlane {
   fleet::TelemetryScraper scraper_;
   fleet::CapacityTracker capacity_;
   asio::steady_timer capacity_timer_;
+  health::HealthManager health_;
+  asio::steady_timer health_timer_;
   asio::signal_set signals_;
   asio::steady_timer reload_timer_;
   asio::steady_timer shutdown_timer_;

@@ -23,6 +23,7 @@
 
 #include "api/openai_error.h"
 #include "api/request_inspector.h"
+#include "admission/retry_budget.h"
 #include "api/usage_scanner.h"
 #include "gateway/upstream_pool.h"
 #include "http/listener.h"
@@ -40,6 +41,8 @@ constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 constexpr size_t kHeaderLimit = 64 * 1024;
 constexpr size_t kPieceSize = 32 * 1024;
 constexpr uint64_t kUpstreamBodyLimit = uint64_t{4} << 30;
+constexpr int kMaxAttempts = 10;        // upper bound of retry.max_attempts
+constexpr int kMaxAdmissionRaces = 8;   // re-picks after losing an in-flight admission race
 
 std::chrono::nanoseconds asDuration(TimeNs ns) { return std::chrono::nanoseconds(ns); }
 
@@ -103,6 +106,7 @@ struct Worker::Impl {
         acceptor(switchyard::http::openAcceptor(io, listen, /*reuse_port=*/true)),
         snapshots(registry),
         pool(config_in.timeouts.upstream_pool_idle),
+        retry_budget(config_in.retry.budget_ratio, config_in.retry.budget_min_per_second),
         rng(0x5EED0000u + static_cast<uint64_t>(index_in) * 7919u +
             static_cast<uint64_t>(SteadyClock::instance().now())),
         sweep_timer(io) {}
@@ -113,12 +117,15 @@ struct Worker::Impl {
   tcp::acceptor acceptor;
   fleet::SnapshotCache snapshots;
   UpstreamPool pool;
+  admission::RetryBudget retry_budget;
   api::RequestInspector inspector;
   routing::RoutingScratch scratch;
   Rng rng;
   asio::steady_timer sweep_timer;
   std::atomic<int64_t> inflight{0};
   std::atomic<bool> stopping{false};
+  int64_t retries_total = 0;     // this worker's; read by nobody else yet
+  int64_t rejections_total = 0;
 
   TimeNs now() const { return SteadyClock::instance().now(); }
 
@@ -131,9 +138,10 @@ struct Worker::Impl {
   asio::awaitable<ForwardResult> forward(ClientConnection& conn,
                                          http::request<http::string_body>& req,
                                          const std::shared_ptr<fleet::ReplicaState>& replica,
+                                         const fleet::ModelEntry& model,
                                          std::string_view strategy, std::string_view request_id,
                                          bool generated_id, int64_t prompt_estimate,
-                                         bool keep_alive);
+                                         bool keep_alive, bool may_retry);
   asio::awaitable<bool> sendError(ClientConnection& conn, unsigned status,
                                   std::string_view message, std::string_view type,
                                   std::string_view code, std::string_view param,
@@ -143,8 +151,13 @@ struct Worker::Impl {
                          int64_t prompt_estimate, TimeNs started, TimeNs first_byte_at,
                          TimeNs finished);
   asio::awaitable<bool> sendJson(ClientConnection& conn, unsigned status, std::string_view body,
-                                 std::string_view request_id, bool keep_alive);
-  asio::awaitable<UpstreamPool::Stream> connect(const fleet::ReplicaState& replica);
+                                 std::string_view request_id, bool keep_alive,
+                                 std::string_view retry_after = {});
+  asio::awaitable<UpstreamPool::Stream> connect(const fleet::ReplicaState& replica,
+                                                TimeNs timeout);
+  asio::awaitable<bool> sendRejection(ClientConnection& conn, std::string_view code,
+                                      std::string_view message, TimeNs retry_after,
+                                      std::string_view request_id, bool keep_alive);
 };
 
 asio::awaitable<void> Worker::Impl::acceptLoop() {
@@ -315,23 +328,69 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn,
         keep_alive);
   }
 
+  // Model-wide rate limit: per-replica RPS x routable replicas, shared by all workers.
+  if (model->limits.requests_per_second_per_replica > 0) {
+    const TimeNs wait = model->runtime->rate.tryAcquire(now());
+    if (wait > 0) {
+      co_return co_await sendRejection(conn, "model_rate_limit_exceeded",
+                                       "the model's request rate limit is exceeded", wait,
+                                       request_id, keep_alive);
+    }
+  }
+
   const int64_t prompt_estimate =
       static_cast<int64_t>(info.prompt_bytes / api::RequestInspector::kBytesPerPromptToken);
-  routing::RouteRequest route_request{&spec, now(), -1, {}};
+  std::array<int, kMaxAttempts + kMaxAdmissionRaces> tried{};
+  size_t tried_count = 0;
+  routing::RouteRequest route_request{&spec, now(), {}, {}};
   route_request.shape.prompt_tokens = static_cast<double>(prompt_estimate);
   route_request.shape.max_tokens = static_cast<double>(info.max_tokens);
-  for (int attempt = 0; attempt < 2; ++attempt) {
+  retry_budget.onRequest(route_request.now);
+  const int max_attempts = std::min(config.retry.max_attempts, kMaxAttempts);
+  int attempts = 0;
+  int admission_races = 0;
+  bool saturated = false;
+  while (attempts < max_attempts) {
+    route_request.tried = std::span<const int>(tried.data(), tried_count);
     const routing::Decision decision =
         routing::route(*snapshot, *model, route_request, rng, scratch);
-    if (decision.chosen < 0) break;
+    if (decision.chosen < 0) {
+      saturated = decision.saturated > 0;
+      break;
+    }
     const std::shared_ptr<fleet::ReplicaState>& replica = model->replicas[decision.chosen].state;
-    const ForwardResult result = co_await forward(conn, req, replica, spec.text, request_id,
-                                                  generated_id, prompt_estimate, keep_alive);
+    // Check-and-admit: the filter saw the replica under its limit, but another worker may have
+    // admitted a request since. The increment is the admission; undo it and pick again if it
+    // overshot.
+    fleet::ReplicaCounters& counters = replica->counters();
+    const int64_t before = counters.running.fetch_add(1, std::memory_order_relaxed);
+    const int64_t limit = model->limits.max_inflight_per_replica;
+    if (limit > 0 && before >= limit) {
+      counters.running.fetch_sub(1, std::memory_order_relaxed);
+      if (++admission_races > kMaxAdmissionRaces) {
+        saturated = true;
+        break;
+      }
+      tried[tried_count++] = decision.chosen;
+      continue;
+    }
+    ++attempts;
+    const bool may_retry = attempts < max_attempts;
+    const ForwardResult result =
+        co_await forward(conn, req, replica, *model, spec.text, request_id, generated_id,
+                         prompt_estimate, keep_alive, may_retry);
     if (result == ForwardResult::kDone) co_return keep_alive;
     if (result == ForwardResult::kAborted) co_return false;
-    // Nothing reached the client yet: try one other replica.
-    route_request.exclude_replica = decision.chosen;
+    // Nothing reached the client yet: try another replica if the retry budget allows.
+    tried[tried_count++] = decision.chosen;
     route_request.now = now();
+    if (!may_retry || !retry_budget.trySpend(route_request.now)) break;
+    ++retries_total;
+  }
+  if (saturated) {
+    co_return co_await sendRejection(conn, "replica_inflight_limit",
+                                     "every replica of the model is at its in-flight limit",
+                                     kNsPerSec, request_id, keep_alive);
   }
   if (model->replicas.empty()) {
     co_return co_await sendError(conn, 503, "no replica serves this model", "server_error",
@@ -342,10 +401,28 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn,
                                keep_alive);
 }
 
-asio::awaitable<UpstreamPool::Stream> Worker::Impl::connect(const fleet::ReplicaState& replica) {
+asio::awaitable<bool> Worker::Impl::sendRejection(ClientConnection& conn, std::string_view code,
+                                                  std::string_view message, TimeNs retry_after,
+                                                  std::string_view request_id, bool keep_alive) {
+  ++rejections_total;
+  api::OpenAiError error{message, api::kRateLimitError, std::nullopt, code};
+  conn.aux.clear();
+  api::appendErrorBody(conn.aux, error);
+  const std::string body = std::move(conn.aux);
+  // Whole seconds, rounded up, at least 1 (RFC 9110 delay-seconds).
+  const TimeNs seconds = std::max<TimeNs>(1, (retry_after + kNsPerSec - 1) / kNsPerSec);
+  char retry_header[32];
+  const int len = std::snprintf(retry_header, sizeof retry_header, "%lld",
+                                static_cast<long long>(seconds));
+  co_return co_await sendJson(conn, 429, body, request_id, keep_alive,
+                              std::string_view(retry_header, static_cast<size_t>(len)));
+}
+
+asio::awaitable<UpstreamPool::Stream> Worker::Impl::connect(const fleet::ReplicaState& replica,
+                                                            TimeNs timeout) {
   auto owned = std::make_unique<beast::tcp_stream>(io);
   beast::tcp_stream& stream = *owned;
-  stream.expires_after(asDuration(config.timeouts.upstream_connect));
+  stream.expires_after(asDuration(timeout));
   boost::system::error_code ec;
   const auto address = asio::ip::make_address(replica.host(), ec);
   if (!ec) {
@@ -365,12 +442,13 @@ asio::awaitable<UpstreamPool::Stream> Worker::Impl::connect(const fleet::Replica
 
 asio::awaitable<ForwardResult> Worker::Impl::forward(
     ClientConnection& conn, http::request<http::string_body>& req,
-    const std::shared_ptr<fleet::ReplicaState>& replica, std::string_view strategy,
-    std::string_view request_id, bool generated_id, int64_t prompt_estimate, bool keep_alive) {
+    const std::shared_ptr<fleet::ReplicaState>& replica, const fleet::ModelEntry& model,
+    std::string_view strategy, std::string_view request_id, bool generated_id,
+    int64_t prompt_estimate, bool keep_alive, bool may_retry) {
   const TimeNs started = now();
   TimeNs first_byte_at = -1;
   fleet::ReplicaCounters& counters = replica->counters();
-  counters.running.fetch_add(1, std::memory_order_relaxed);
+  // The caller admitted the request (incremented `running`); this releases it.
   counters.requests_total.fetch_add(1, std::memory_order_relaxed);
   struct RunningGuard {
     fleet::ReplicaCounters& c;
@@ -396,14 +474,15 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
   for (int tries = 0;; ++tries) {
     const bool reused = upstream != nullptr;
     if (!upstream) {
-      upstream = co_await connect(*replica);
+      upstream = co_await connect(*replica, model.timeouts.connect);
       if (!upstream) {
         counters.upstream_errors_total.fetch_add(1, std::memory_order_relaxed);
+        replica->recordFailure();
         spdlog::warn("request {}: cannot connect to {}", request_id, replica->name());
         co_return ForwardResult::kFailedBeforeSending;
       }
     }
-    upstream->expires_after(asDuration(config.timeouts.upstream_first_byte));
+    upstream->expires_after(asDuration(model.timeouts.first_byte));
     const std::array<asio::const_buffer, 2> request_buffers = {asio::buffer(head),
                                                                asio::buffer(req.body())};
     auto [wec, wn] = co_await asio::async_write(*upstream, request_buffers, kTuple);
@@ -421,6 +500,7 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
     // fresh connection before calling the replica failed.
     if (reused && tries == 0) continue;
     counters.upstream_errors_total.fetch_add(1, std::memory_order_relaxed);
+    replica->recordFailure();
     spdlog::warn("request {}: {} failed before responding: {}", request_id, replica->name(),
                  ec.message());
     co_return ForwardResult::kFailedBeforeSending;
@@ -428,7 +508,16 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
 
   auto& response = parser->get();
   const unsigned status = response.result_int();
-  if (status >= 500) counters.upstream_errors_total.fetch_add(1, std::memory_order_relaxed);
+  if (status >= 500) {
+    counters.upstream_errors_total.fetch_add(1, std::memory_order_relaxed);
+    replica->recordFailure();
+    if (may_retry) {
+      // Nothing was sent to the client: drop this answer and let another replica try.
+      spdlog::warn("request {}: {} answered {}, retrying elsewhere", request_id,
+                   replica->name(), status);
+      co_return ForwardResult::kFailedBeforeSending;
+    }
+  }
   const boost::optional<uint64_t> content_length = parser->content_length();
   const bool chunk_to_client = !content_length.has_value();
 
@@ -462,13 +551,14 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
     if (!parser->is_done()) {
       response.body().data = conn.piece.get();
       response.body().size = kPieceSize;
-      upstream->expires_after(asDuration(config.timeouts.upstream_idle));
+      upstream->expires_after(asDuration(model.timeouts.idle));
       auto [ec, n] = co_await http::async_read_some(*upstream, conn.upstream_buffer, *parser,
                                                     kTuple);
       if (ec == http::error::need_buffer) ec = {};
       got = kPieceSize - response.body().size;
       if (ec) {
         counters.upstream_errors_total.fetch_add(1, std::memory_order_relaxed);
+        replica->recordFailure();
         spdlog::warn("request {}: {} failed mid-response: {}", request_id, replica->name(),
                      ec.message());
         co_return head_sent ? ForwardResult::kAborted : ForwardResult::kFailedBeforeSending;
@@ -503,6 +593,15 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
 
   accountCompletion(counters, status, scanner, event_stream, prompt_estimate, started,
                     first_byte_at, now());
+  if (status >= 500) {
+    // already recorded as a failure above
+  } else if (event_stream && status == 200 && !scanner.sawDone()) {
+    // A stream that ended without its terminator: the client got a truncated answer.
+    counters.upstream_errors_total.fetch_add(1, std::memory_order_relaxed);
+    replica->recordFailure();
+  } else {
+    replica->recordSuccess();  // 4xx are the request's fault, not the replica's
+  }
   if (parser->keep_alive()) pool.give(replica, std::move(upstream), now());
   co_return ForwardResult::kDone;
 }
@@ -531,13 +630,14 @@ void Worker::Impl::accountCompletion(fleet::ReplicaCounters& counters, unsigned 
 
 asio::awaitable<bool> Worker::Impl::sendJson(ClientConnection& conn, unsigned status,
                                              std::string_view body, std::string_view request_id,
-                                             bool keep_alive) {
+                                             bool keep_alive, std::string_view retry_after) {
   std::string& head = conn.head;
   head.clear();
   appendStatusLine(head, status);
   appendHeader(head, "Content-Type", "application/json");
   appendHeader(head, "Content-Length", std::to_string(body.size()));
   if (!request_id.empty()) appendHeader(head, "x-request-id", request_id);
+  if (!retry_after.empty()) appendHeader(head, "Retry-After", retry_after);
   if (!keep_alive) appendHeader(head, "Connection", "close");
   head.append("\r\n");
   const std::array<asio::const_buffer, 2> buffers = {asio::buffer(head), asio::buffer(body)};

@@ -15,6 +15,9 @@ namespace switchyard::routing {
 
 enum class Exclusion : uint8_t {
   kNone = 0,
+  kUnhealthy,          // excluded by the health manager (failures, probes, load outlier)
+  kHalfOpenBusy,       // recovering: its one trial request is already in flight
+  kSaturated,          // at the model's in-flight limit per replica
   kFailedThisRequest,  // already tried for this request and failed before responding
 };
 
@@ -32,6 +35,8 @@ struct Decision {
   uint32_t candidates = 0;  // replicas that passed the filters
   uint32_t ready = 0;       // replicas of the model
   bool relaxed = false;     // a strategy relaxed its own rule (e.g. all replicas KV-critical)
+  bool health_fallback = false;  // every replica was unhealthy: health was ignored, not the request
+  uint32_t saturated = 0;        // candidates removed by the in-flight limit
   std::span<const CandidateRow> rows;  // every replica's row, filled always (cheap)
 };
 

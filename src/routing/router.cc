@@ -1,5 +1,6 @@
 #include "routing/router.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -32,6 +33,12 @@ std::string_view exclusionName(Exclusion reason) {
   switch (reason) {
     case Exclusion::kNone:
       return "none";
+    case Exclusion::kUnhealthy:
+      return "unhealthy";
+    case Exclusion::kHalfOpenBusy:
+      return "half_open_busy";
+    case Exclusion::kSaturated:
+      return "saturated";
     case Exclusion::kFailedThisRequest:
       return "failed_this_request";
   }
@@ -69,13 +76,39 @@ Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& mo
   decision.ready = static_cast<uint32_t>(n);
   scratch.rows.resize(n);
   scratch.candidates.clear();
+  const int64_t max_inflight = model.limits.max_inflight_per_replica;
+  uint32_t unhealthy = 0;
   for (uint32_t i = 0; i < n; ++i) {
-    scratch.rows[i] = CandidateRow{i, Exclusion::kNone, 0};
-    if (static_cast<int>(i) == request.exclude_replica) {
-      scratch.rows[i].excluded = Exclusion::kFailedThisRequest;
-      continue;
+    CandidateRow& row = scratch.rows[i];
+    row = CandidateRow{i, Exclusion::kNone, 0};
+    const fleet::ReplicaState& replica = *model.replicas[i].state;
+    const int64_t running = replica.counters().running.load(std::memory_order_relaxed);
+    if (std::find(request.tried.begin(), request.tried.end(), static_cast<int>(i)) !=
+        request.tried.end()) {
+      row.excluded = Exclusion::kFailedThisRequest;
+    } else if (max_inflight > 0 && running >= max_inflight) {
+      row.excluded = Exclusion::kSaturated;
+      ++decision.saturated;
+    } else if (const fleet::HealthState health = replica.health();
+               health == fleet::HealthState::kExcluded) {
+      row.excluded = Exclusion::kUnhealthy;
+      ++unhealthy;
+    } else if (health == fleet::HealthState::kHalfOpen && running > 0) {
+      row.excluded = Exclusion::kHalfOpenBusy;
+      ++unhealthy;
+    } else {
+      scratch.candidates.push_back(i);
     }
-    scratch.candidates.push_back(i);
+  }
+  if (scratch.candidates.empty() && unhealthy > 0) {
+    decision.health_fallback = true;
+    for (uint32_t i = 0; i < n; ++i) {
+      Exclusion& why = scratch.rows[i].excluded;
+      if (why == Exclusion::kUnhealthy || why == Exclusion::kHalfOpenBusy) {
+        why = Exclusion::kNone;
+        scratch.candidates.push_back(i);
+      }
+    }
   }
   decision.rows = scratch.rows;
   const size_t m = scratch.candidates.size();

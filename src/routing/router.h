@@ -19,13 +19,17 @@ namespace switchyard::routing {
 struct RouteRequest {
   const StrategySpec* spec = nullptr;
   TimeNs now = 0;
-  int exclude_replica = -1;  // a replica that already failed this request (failover)
+  std::span<const int> tried;  // replicas that already failed this request (failover)
   RequestShape shape;
 };
 
 inline constexpr double kInfPenalty = 2.0;
 
-// Picks a replica of `model`. Decision.chosen is -1 when no replica is left to try.
+// Picks a replica of `model`. Filters, in order: tried (failed this request), saturated (at
+// `model.limits.max_inflight_per_replica`), unhealthy / half-open-busy. If health alone would
+// leave no candidate, health is ignored (protection must not turn a partial degradation into an
+// outage) and Decision.health_fallback is set. Decision.chosen is -1 when nothing is left: no
+// replicas, all tried, or all saturated (Decision.saturated tells which).
 Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& model,
                const RouteRequest& request, Rng& rng, RoutingScratch& scratch);
 

@@ -6,7 +6,8 @@ namespace switchyard::fleet {
 namespace {
 
 ModelSpec model(std::string name, std::vector<std::string> addresses) {
-  ModelSpec spec{std::move(name), "", {}, {}};
+  ModelSpec spec;
+  spec.name = std::move(name);
   for (auto& a : addresses) spec.replicas.push_back({a, {{"gpu", "L20"}}});
   return spec;
 }
@@ -16,7 +17,7 @@ TEST(FleetRegistryTest, ReloadKeepsTheStateOfReplicasThatStay) {
   registry.apply({model("m", {"h:1", "h:2"})}, kNsPerSec, "random");
   auto first = registry.latest();
   first->models[0].replicas[0].state->counters().running.store(3);
-  auto cursor = first->models[0].cursor;
+  auto cursor = first->models[0].runtime;
 
   registry.apply({model("m", {"h:1", "h:3"})}, kNsPerSec, "random");
   auto second = registry.latest();
@@ -25,7 +26,7 @@ TEST(FleetRegistryTest, ReloadKeepsTheStateOfReplicasThatStay) {
   EXPECT_EQ(second->models[0].replicas[0].state, first->models[0].replicas[0].state);
   EXPECT_EQ(second->models[0].replicas[0].state->counters().running.load(), 3);
   EXPECT_NE(second->models[0].replicas[1].state, first->models[0].replicas[1].state);
-  EXPECT_EQ(second->models[0].cursor, cursor);
+  EXPECT_EQ(second->models[0].runtime, cursor);
   EXPECT_EQ(registry.replicas().size(), 2u);
   // The old snapshot is untouched and still usable by requests that hold it.
   EXPECT_EQ(first->models[0].replicas[1].state->name(), "h:2");

@@ -15,7 +15,9 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 class LoadBalanceTest : public ::testing::Test {
  protected:
   void build(int replicas, fleet::LoadBalanceParams params = {}, double auto_blend = 1.0) {
-    fleet::ModelSpec model{"m", "", params, {}};
+    fleet::ModelSpec model;
+    model.name = "m";
+    model.load_balance = params;
     for (int i = 0; i < replicas; ++i) {
       model.replicas.push_back({"10.0.0.1:" + std::to_string(9000 + i), {}});
     }
@@ -36,7 +38,7 @@ class LoadBalanceTest : public ::testing::Test {
   }
   Decision decide(std::string_view strategy, RequestShape shape = {}) {
     EXPECT_EQ(parseStrategySpec(strategy, spec_), SpecError::kNone);
-    RouteRequest request{&spec_, now_, -1, shape};
+    RouteRequest request{&spec_, now_, {}, shape};
     return route(*snapshot_, snapshot_->models[0], request, rng_, scratch_);
   }
   double score(const Decision& d, int i) { return d.rows[i].score; }

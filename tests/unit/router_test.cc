@@ -14,7 +14,8 @@ namespace {
 class RouterTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    fleet::ModelSpec model{"m", "", {}, {}};
+    fleet::ModelSpec model;
+    model.name = "m";
     for (int i = 0; i < 4; ++i) {
       model.replicas.push_back({"10.0.0.1:" + std::to_string(9000 + i), {{"gpu", "A100"}}});
     }
@@ -27,7 +28,8 @@ class RouterTest : public ::testing::Test {
   }
   Decision decide(std::string_view strategy, int exclude = -1) {
     EXPECT_EQ(parseStrategySpec(strategy, spec_), SpecError::kNone) << strategy;
-    RouteRequest request{&spec_, 0, exclude, {}};
+    const int tried[] = {exclude};
+    RouteRequest request{&spec_, 0, exclude >= 0 ? std::span<const int>(tried) : std::span<const int>(), {}};
     return route(*snapshot_, model(), request, rng_, scratch_);
   }
 
@@ -84,11 +86,15 @@ TEST_F(RouterTest, ExcludedReplicaIsNeverChosenAndExplained) {
 
 TEST_F(RouterTest, NoCandidateLeftMeansNoChoice) {
   fleet::FleetRegistry registry;
-  registry.apply({fleet::ModelSpec{"solo", "", {}, {{"10.0.0.9:1", {}}}}}, kNsPerSec, "random");
+  fleet::ModelSpec solo;
+  solo.name = "solo";
+  solo.replicas = {{"10.0.0.9:1", {}}};
+  registry.apply({solo}, kNsPerSec, "random");
   auto snapshot = registry.latest();
   StrategySpec spec;
   ASSERT_EQ(parseStrategySpec("random", spec), SpecError::kNone);
-  RouteRequest request{&spec, 0, 0, {}};
+  const int tried[] = {0};
+  RouteRequest request{&spec, 0, tried, {}};
   EXPECT_EQ(route(*snapshot, snapshot->models[0], request, rng_, scratch_).chosen, -1);
 }
 

@@ -1,0 +1,188 @@
+#include "health/health_manager.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <cmath>
+#include <vector>
+
+#include "fleet/fleet_registry.h"
+#include "http/control_client.h"
+
+namespace switchyard::health {
+
+namespace asio = boost::asio;
+using fleet::HealthState;
+
+struct HealthManager::Tracked {
+  Tracked(asio::io_context& io, std::shared_ptr<fleet::ReplicaState> r,
+          const HealthSettings& settings)
+      : replica(std::move(r)),
+        health(settings),
+        timer(io),
+        client(io, replica->host(), replica->port(), replica->name()) {}
+  std::shared_ptr<fleet::ReplicaState> replica;
+  ReplicaHealth health;
+  asio::steady_timer timer;  // the probe loop's wait; cancelled for a confirming probe
+  http::ControlHttpClient client;
+  bool stopped = false;
+  bool probing = false;
+};
+
+HealthManager::HealthManager(asio::io_context& io, const Clock& clock, HealthSettings settings)
+    : io_(io), clock_(clock), settings_(std::move(settings)) {}
+
+HealthManager::~HealthManager() { stopAll(); }
+
+void HealthManager::stopAll() {
+  for (auto& [key, tracked] : tracked_) {
+    tracked->stopped = true;
+    tracked->timer.cancel();
+  }
+  tracked_.clear();
+}
+
+void HealthManager::sync(std::shared_ptr<const fleet::FleetSnapshot> snapshot) {
+  snapshot_ = std::move(snapshot);
+  std::map<const fleet::ReplicaState*, std::shared_ptr<Tracked>> next;
+  for (const fleet::ModelEntry& model : snapshot_->models) {
+    for (const fleet::ReplicaEntry& entry : model.replicas) {
+      const fleet::ReplicaState* key = entry.state.get();
+      if (next.count(key)) continue;
+      auto it = tracked_.find(key);
+      if (it != tracked_.end()) {
+        next.emplace(key, it->second);
+        tracked_.erase(it);
+        continue;
+      }
+      auto tracked = std::make_shared<Tracked>(io_, entry.state, settings_);
+      next.emplace(key, tracked);
+      startProbing(tracked);
+    }
+  }
+  for (auto& [key, tracked] : tracked_) {  // replicas that left the fleet
+    tracked->stopped = true;
+    tracked->timer.cancel();
+  }
+  tracked_ = std::move(next);
+}
+
+void HealthManager::apply(Tracked& tracked, const Transition& t) {
+  if (!t.changed) return;
+  fleet::ReplicaState& replica = *tracked.replica;
+  replica.storeHealth(t.to, t.reason);
+  if (t.to == HealthState::kExcluded) {
+    // A fresh run of failures is needed to judge the replica again after its backoff.
+    replica.counters().consecutive_failures.store(0, std::memory_order_relaxed);
+  }
+  std::string key = healthStateName(t.to);
+  if (t.to != HealthState::kHealthy) key += std::string(":") + healthReasonName(t.reason);
+  ++transitions_[key];
+  if (t.to == HealthState::kExcluded) {
+    spdlog::warn("health: {} excluded ({}), back in {} ms", replica.name(),
+                 healthReasonName(t.reason),
+                 (tracked.health.excludedUntil() - clock_.now()) / kNsPerMs);
+  } else {
+    spdlog::info("health: {} {} -> {}", replica.name(), healthStateName(t.from),
+                 healthStateName(t.to));
+  }
+}
+
+void HealthManager::startProbing(const std::shared_ptr<Tracked>& tracked) {
+  asio::co_spawn(
+      io_,
+      [this, tracked]() -> asio::awaitable<void> {
+        constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
+        while (!tracked->stopped) {
+          tracked->probing = true;
+          const http::GetResult result = co_await tracked->client.get(
+              settings_.probe_path, std::chrono::nanoseconds(settings_.probe_timeout), 64 * 1024);
+          tracked->probing = false;
+          if (tracked->stopped) break;
+          const bool ok = result.status >= 200 && result.status < 300;
+          if (!ok) tracked->client.close();
+          apply(*tracked, tracked->health.onProbe(ok, clock_.now()));
+          tracked->timer.expires_after(std::chrono::nanoseconds(settings_.probe_interval));
+          co_await tracked->timer.async_wait(kTuple);
+        }
+      },
+      asio::detached);
+}
+
+void HealthManager::detectLoadOutliers(const fleet::ModelEntry& model, TimeNs now) {
+  const size_t n = model.replicas.size();
+  if (n < 3) return;  // with fewer replicas an outlier is indistinguishable from the fleet
+  std::vector<std::pair<double, size_t>> loads;  // load per unit of capacity, replica index
+  double capacity_sum = 0;
+  int capacity_n = 0;
+  for (const auto& entry : model.replicas) {
+    const double c = entry.state->capacity().decode;
+    if (std::isfinite(c) && c > 0) {
+      capacity_sum += c;
+      ++capacity_n;
+    }
+  }
+  const double mean_capacity = capacity_n ? capacity_sum / capacity_n : 1.0;
+  std::vector<double> requests(n);
+  for (size_t i = 0; i < n; ++i) {
+    const fleet::ReplicaState& r = *model.replicas[i].state;
+    const fleet::EngineSignals s = r.signals(now, snapshot_->signal_max_age);
+    const double running = static_cast<double>(r.counters().running.load());
+    requests[i] = running + (s.hasWaiting() ? s.waiting : 0.0);
+    const double c = r.capacity().decode;
+    loads.emplace_back(requests[i] / (std::isfinite(c) && c > 0 ? c : mean_capacity), i);
+  }
+  std::vector<std::pair<double, size_t>> sorted = loads;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = sorted[n / 2].first;
+  size_t excluded = 0;
+  for (const auto& entry : model.replicas) {
+    excluded += entry.state->health() == HealthState::kExcluded;
+  }
+  const size_t budget = static_cast<size_t>(settings_.outlier_max_fraction * n);
+  // Worst first, and never more than the budget: protection must not become an outage.
+  for (auto it = sorted.rbegin(); it != sorted.rend() && excluded < budget; ++it) {
+    const size_t i = it->second;
+    if (it->first <= settings_.outlier_factor * median || median <= 0) break;
+    if (requests[i] < settings_.outlier_min_requests) continue;
+    auto tracked = tracked_.find(model.replicas[i].state.get());
+    if (tracked == tracked_.end()) continue;
+    const Transition t = tracked->second->health.onLoadOutlier(now);
+    if (t.changed) ++excluded;
+    apply(*tracked->second, t);
+  }
+}
+
+void HealthManager::tick() {
+  if (!snapshot_) return;
+  const TimeNs now = clock_.now();
+  for (auto& [key, tracked] : tracked_) {
+    const fleet::ReplicaCounters& c = tracked->replica->counters();
+    apply(*tracked, tracked->health.onTick(now));
+    apply(*tracked, tracked->health.onOutcomes(
+                        c.outcome_successes_total.load(std::memory_order_relaxed),
+                        c.outcome_failures_total.load(std::memory_order_relaxed),
+                        c.consecutive_failures.load(std::memory_order_relaxed), now));
+    // A suspect replica, or one whose backoff just ended, is probed now rather than at the next
+    // probe interval.
+    const bool urgent = tracked->health.wantsConfirmingProbe() ||
+                        tracked->health.state() == HealthState::kHalfOpen;
+    if (urgent && !tracked->probing) tracked->timer.cancel();
+  }
+  for (const fleet::ModelEntry& model : snapshot_->models) {
+    detectLoadOutliers(model, now);
+    int routable = 0;
+    for (const auto& entry : model.replicas) {
+      routable += entry.state->health() != HealthState::kExcluded;
+    }
+    model.runtime->routable_replicas.store(routable, std::memory_order_relaxed);
+    fleet::rescaleRateLimit(model, routable);
+  }
+}
+
+}  // namespace switchyard::health
