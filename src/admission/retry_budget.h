@@ -19,6 +19,10 @@ class RetryBudget {
     refill(now);
     tokens_ = std::min(cap_, tokens_ + ratio_);
   }
+  bool canSpend(TimeNs now) {
+    refill(now);
+    return tokens_ >= 1.0;
+  }
   bool trySpend(TimeNs now) {
     refill(now);
     if (tokens_ < 1.0) return false;

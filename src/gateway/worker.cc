@@ -375,7 +375,11 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn,
       continue;
     }
     ++attempts;
-    const bool may_retry = attempts < max_attempts;
+    // A failed attempt can be retried only if another replica is left and the budget allows;
+    // otherwise the upstream's own error answer goes to the client.
+    const bool may_retry = attempts < max_attempts &&
+                           tried_count + 1 < model->replicas.size() &&
+                           retry_budget.canSpend(now());
     const ForwardResult result =
         co_await forward(conn, req, replica, *model, spec.text, request_id, generated_id,
                          prompt_estimate, keep_alive, may_retry);

@@ -50,6 +50,8 @@ Transition ReplicaHealth::exclude(HealthReason reason, TimeNs now, bool escalate
     backoff_level_ = std::min(backoff_level_ + 1, 20);
   }
   excluded_until_ = now + backoff;
+  // Requests failed while the health path answered: only requests can prove a recovery.
+  if (reason == HealthReason::kRequestFailures) needs_traffic_proof_ = last_probe_ok_;
   suspect_ = false;
   probe_failures_ = 0;
   half_open_successes_ = 0;
@@ -74,7 +76,8 @@ Transition ReplicaHealth::onOutcomes(int64_t successes_total, int64_t failures_t
       if (new_failures > 0) return exclude(HealthReason::kHalfOpenFailure, now, true);
       half_open_successes_ += static_cast<int>(new_successes);
       if (half_open_successes_ >= settings_->half_open_successes) {
-        backoff_level_ = 0;
+        healthy_since_ = now;
+        needs_traffic_proof_ = false;
         return become(HealthState::kHealthy, HealthReason::kNone);
       }
       return {};
@@ -85,6 +88,9 @@ Transition ReplicaHealth::onOutcomes(int64_t successes_total, int64_t failures_t
 }
 
 Transition ReplicaHealth::onProbe(bool ok, TimeNs now) {
+  last_probe_ok_ = ok;
+  // A failing probe shows the health path reflects the failure, so probes can show recovery.
+  if (!ok) needs_traffic_proof_ = false;
   switch (state_) {
     case HealthState::kHealthy:
       if (ok) {
@@ -99,8 +105,9 @@ Transition ReplicaHealth::onProbe(bool ok, TimeNs now) {
       return {};
     case HealthState::kHalfOpen:
       if (!ok) return exclude(HealthReason::kHalfOpenFailure, now, true);
+      if (needs_traffic_proof_) return {};
       if (++half_open_successes_ >= settings_->half_open_successes) {
-        backoff_level_ = 0;
+        healthy_since_ = now;
         return become(HealthState::kHealthy, HealthReason::kNone);
       }
       return {};
@@ -116,6 +123,10 @@ Transition ReplicaHealth::onLoadOutlier(TimeNs now) {
 }
 
 Transition ReplicaHealth::onTick(TimeNs now) {
+  if (state_ == HealthState::kHealthy && backoff_level_ > 0 &&
+      now - healthy_since_ >= settings_->max_backoff) {
+    backoff_level_ = 0;  // stable again: the next exclusion starts from the base backoff
+  }
   if (state_ == HealthState::kExcluded && now >= excluded_until_) {
     half_open_successes_ = 0;
     return become(HealthState::kHalfOpen, reason_);

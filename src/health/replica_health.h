@@ -4,8 +4,11 @@
 //   healthy ──(N consecutive request failures + failed confirming probe,
 //              or 2N consecutive failures, or M failed probes, or load outlier)──► excluded
 //   excluded ──(backoff elapsed)──► half-open
-//   half-open ──(K successes: trial requests or probes)──► healthy (backoff resets)
+//   half-open ──(K successes)──► healthy
 //   half-open ──(any failure)──► excluded (backoff doubles, up to a maximum)
+// Successes in half-open are trial requests and probes, except after an exclusion for request
+// failures while probes passed: an engine can answer its health path while failing inference,
+// so then only real requests prove it healed. The backoff level decays once the replica stayed healthy for max_backoff.
 // A load-outlier exclusion lasts a fixed short time and does not escalate the backoff.
 #pragma once
 
@@ -73,6 +76,9 @@ class ReplicaHealth {
   TimeNs excluded_until_ = 0;
   int backoff_level_ = 0;
   bool suspect_ = false;
+  bool needs_traffic_proof_ = false;  // half-open successes must be real requests
+  bool last_probe_ok_ = true;
+  TimeNs healthy_since_ = 0;
   int probe_failures_ = 0;
   int half_open_successes_ = 0;
   int64_t seen_successes_ = -1;

@@ -147,5 +147,59 @@ TEST(StrategyRegistryTest, KnowsTheBuiltInsAndRejectsOthers) {
   EXPECT_EQ(findStrategy(""), nullptr);
 }
 
+TEST_F(RouterTest, UnhealthyAndSaturatedReplicasAreFilteredWithReasons) {
+  model().replicas[0].state->storeHealth(fleet::HealthState::kExcluded,
+                                         fleet::HealthReason::kProbeFailures);
+  model().replicas[1].state->storeHealth(fleet::HealthState::kHalfOpen,
+                                         fleet::HealthReason::kProbeFailures);
+  setRunning(1, 1);  // its one trial request is in flight
+  for (int i = 0; i < 20; ++i) {
+    const Decision d = decide("random");
+    EXPECT_TRUE(d.chosen == 2 || d.chosen == 3) << d.chosen;
+    EXPECT_EQ(d.rows[0].excluded, Exclusion::kUnhealthy);
+    EXPECT_EQ(d.rows[1].excluded, Exclusion::kHalfOpenBusy);
+    EXPECT_FALSE(d.health_fallback);
+  }
+  setRunning(1, 0);  // half-open and idle: it may take the next trial
+  std::map<int, int> picks;
+  for (int i = 0; i < 300; ++i) ++picks[decide("random").chosen];
+  EXPECT_EQ(picks.count(1), 1u);
+}
+
+TEST_F(RouterTest, EveryReplicaUnhealthyFallsBackInsteadOfFailing) {
+  for (int i = 0; i < 4; ++i) {
+    model().replicas[i].state->storeHealth(fleet::HealthState::kExcluded,
+                                           fleet::HealthReason::kRequestFailures);
+  }
+  const Decision d = decide("least-request");
+  EXPECT_GE(d.chosen, 0);
+  EXPECT_TRUE(d.health_fallback);
+  EXPECT_EQ(d.candidates, 4u);
+}
+
+TEST(RouterLimitTest, SaturatedReplicasAreNotCandidates) {
+  fleet::FleetRegistry registry;
+  fleet::ModelSpec spec;
+  spec.name = "m";
+  spec.limits.max_inflight_per_replica = 2;
+  spec.replicas = {{"h:1", {}}, {"h:2", {}}};
+  registry.apply({spec}, kNsPerSec, "least-request");
+  auto snapshot = registry.latest();
+  const fleet::ModelEntry& model = snapshot->models[0];
+  model.replicas[0].state->counters().running.store(2);
+  model.replicas[1].state->counters().running.store(1);
+  StrategySpec strategy;
+  ASSERT_EQ(parseStrategySpec("random", strategy), SpecError::kNone);
+  Rng rng(5);
+  RoutingScratch scratch;
+  Decision d = route(*snapshot, model, RouteRequest{&strategy, 0, {}, {}}, rng, scratch);
+  EXPECT_EQ(d.chosen, 1);
+  EXPECT_EQ(d.rows[0].excluded, Exclusion::kSaturated);
+  model.replicas[1].state->counters().running.store(2);
+  d = route(*snapshot, model, RouteRequest{&strategy, 0, {}, {}}, rng, scratch);
+  EXPECT_EQ(d.chosen, -1);
+  EXPECT_EQ(d.saturated, 2u);
+}
+
 }  // namespace
 }  // namespace switchyard::routing
