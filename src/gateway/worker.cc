@@ -90,13 +90,14 @@ struct ClientConnection {
   std::string aux;            // error bodies
   std::unique_ptr<char[]> piece{new char[kPieceSize]};
   char generated_id[17] = {};
+  observe::RequestRecord observed;  // metrics, decision record, spans, access log
 };
 
 }  // namespace
 
 struct Worker::Impl {
   Impl(int index_in, const GatewayConfig& config_in, const fleet::FleetRegistry& registry,
-       const tcp::endpoint& listen)
+       const tcp::endpoint& listen, observe::WorkerObserver& observer_in)
       : index(index_in),
         config(config_in),
         io(1),
@@ -105,7 +106,10 @@ struct Worker::Impl {
         pool(config_in.timeouts.upstream_pool_idle),
         rng(0x5EED0000u + static_cast<uint64_t>(index_in) * 7919u +
             static_cast<uint64_t>(SteadyClock::instance().now())),
-        sweep_timer(io) {}
+        sweep_timer(io),
+        observer(observer_in) {
+    observer.setExecutor([this](std::function<void()> job) { asio::post(io, std::move(job)); });
+  }
 
   int index;
   const GatewayConfig config;  // a copy: the control thread edits its own on reload
@@ -119,6 +123,7 @@ struct Worker::Impl {
   asio::steady_timer sweep_timer;
   std::atomic<int64_t> inflight{0};
   std::atomic<bool> stopping{false};
+  observe::WorkerObserver& observer;
 
   TimeNs now() const { return SteadyClock::instance().now(); }
 
@@ -279,6 +284,8 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn,
     for (int i = 0; i < 16; ++i) conn.generated_id[i] = kHex[(bits >> (i * 4)) & 0xF];
     request_id = std::string_view(conn.generated_id, 16);
   }
+  observe::RequestScope observed(observer, conn.observed, now(), request_id, req["traceparent"],
+                                 req["x-switchyard-explain"]);
 
   std::string& body = req.body();
   // simdjson reads up to SIMDJSON_PADDING bytes past the end: reserve them instead of copying.
@@ -315,14 +322,17 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn,
         keep_alive);
   }
 
+  observer.onModel(conn.observed, *snapshot, *model, spec.text);
   const int64_t prompt_estimate =
       static_cast<int64_t>(info.prompt_bytes / api::RequestInspector::kBytesPerPromptToken);
   routing::RouteRequest route_request{&spec, now(), -1, {}};
   route_request.shape.prompt_tokens = static_cast<double>(prompt_estimate);
   route_request.shape.max_tokens = static_cast<double>(info.max_tokens);
   for (int attempt = 0; attempt < 2; ++attempt) {
+    const TimeNs routing_started = now();
     const routing::Decision decision =
         routing::route(*snapshot, *model, route_request, rng, scratch);
+    observer.onDecision(conn.observed, decision, routing_started, now());
     if (decision.chosen < 0) break;
     const std::shared_ptr<fleet::ReplicaState>& replica = model->replicas[decision.chosen].state;
     const ForwardResult result = co_await forward(conn, req, replica, spec.text, request_id,
@@ -385,10 +395,12 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
   appendHeader(head, "Host", replica->name());
   for (const auto& field : req) {
     if (isHopByHop(field.name())) continue;
+    if (observer.replacesUpstreamHeader(field.name_string())) continue;
     appendHeader(head, field.name_string(), field.value());
   }
   appendHeader(head, "Content-Length", std::to_string(req.body().size()));
   if (generated_id) appendHeader(head, "x-request-id", request_id);
+  observer.appendUpstreamHeaders(conn.observed, head);
   head.append("\r\n");
 
   UpstreamPool::Stream upstream = pool.take(replica.get(), now());
@@ -399,6 +411,7 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
       upstream = co_await connect(*replica);
       if (!upstream) {
         counters.upstream_errors_total.fetch_add(1, std::memory_order_relaxed);
+        observer.onUpstreamError(conn.observed, observe::UpstreamErrorKind::kConnect);
         spdlog::warn("request {}: cannot connect to {}", request_id, replica->name());
         co_return ForwardResult::kFailedBeforeSending;
       }
@@ -421,6 +434,9 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
     // fresh connection before calling the replica failed.
     if (reused && tries == 0) continue;
     counters.upstream_errors_total.fetch_add(1, std::memory_order_relaxed);
+    observer.onUpstreamError(conn.observed, ec == beast::error::timeout
+                                                ? observe::UpstreamErrorKind::kTimeout
+                                                : observe::UpstreamErrorKind::kReset);
     spdlog::warn("request {}: {} failed before responding: {}", request_id, replica->name(),
                  ec.message());
     co_return ForwardResult::kFailedBeforeSending;
@@ -429,6 +445,7 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
   auto& response = parser->get();
   const unsigned status = response.result_int();
   if (status >= 500) counters.upstream_errors_total.fetch_add(1, std::memory_order_relaxed);
+  observer.onResponse(conn.observed, status);  // counts a 5xx as an upstream error
   const boost::optional<uint64_t> content_length = parser->content_length();
   const bool chunk_to_client = !content_length.has_value();
 
@@ -441,6 +458,7 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
   appendHeader(head, "x-request-id", request_id);
   appendHeader(head, "routing-strategy", strategy);
   appendHeader(head, "target-pod", replica->name());
+  observer.appendResponseHeaders(conn.observed, head);  // x-switchyard-decision when asked
   if (chunk_to_client) {
     appendHeader(head, "Transfer-Encoding", "chunked");
   } else {
@@ -469,6 +487,9 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
       got = kPieceSize - response.body().size;
       if (ec) {
         counters.upstream_errors_total.fetch_add(1, std::memory_order_relaxed);
+        observer.onUpstreamError(conn.observed, ec == beast::error::timeout
+                                                    ? observe::UpstreamErrorKind::kTimeout
+                                                    : observe::UpstreamErrorKind::kReset);
         spdlog::warn("request {}: {} failed mid-response: {}", request_id, replica->name(),
                      ec.message());
         co_return head_sent ? ForwardResult::kAborted : ForwardResult::kFailedBeforeSending;
@@ -501,8 +522,12 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
     if (done) break;
   }
 
+  const TimeNs finished = now();
   accountCompletion(counters, status, scanner, event_stream, prompt_estimate, started,
-                    first_byte_at, now());
+                    first_byte_at, finished);
+  observer.onComplete(conn.observed, first_byte_at,
+                      scanner.promptTokens() > 0 ? scanner.promptTokens() : prompt_estimate,
+                      scanner.completionTokens(), finished);
   if (parser->keep_alive()) pool.give(replica, std::move(upstream), now());
   co_return ForwardResult::kDone;
 }
@@ -532,6 +557,7 @@ void Worker::Impl::accountCompletion(fleet::ReplicaCounters& counters, unsigned 
 asio::awaitable<bool> Worker::Impl::sendJson(ClientConnection& conn, unsigned status,
                                              std::string_view body, std::string_view request_id,
                                              bool keep_alive) {
+  conn.observed.status = status;  // the status the client gets, for the request's metrics
   std::string& head = conn.head;
   head.clear();
   appendStatusLine(head, status);
@@ -560,8 +586,8 @@ asio::awaitable<bool> Worker::Impl::sendError(ClientConnection& conn, unsigned s
 }
 
 Worker::Worker(int index, const GatewayConfig& config, const fleet::FleetRegistry& registry,
-               const tcp::endpoint& listen)
-    : impl_(std::make_unique<Impl>(index, config, registry, listen)) {}
+               const tcp::endpoint& listen, observe::WorkerObserver& observer)
+    : impl_(std::make_unique<Impl>(index, config, registry, listen, observer)) {}
 
 Worker::~Worker() = default;
 
