@@ -37,8 +37,8 @@ let polls = 0, peakLoad = 1;
 const esc = s => String(s).replace(/[&<>"']/g, c => ({"&":"&amp;","<":"&lt;",">":"&gt;",'"':"&quot;","'":"&#39;"}[c]));
 const fmt = (v, d = 1) => v == null || Number.isNaN(v) ? "–" : Number(v).toFixed(d);
 function bar(value, max, color, label) {
-  const w = 160, frac = value == null || !(max > 0) ? 0 : Math.max(0, Math.min(1, value / max));
-  return `<svg class="bar" width="${w + 60}" height="14" data-value="${value == null ? "" : value}">` +
+  const w = 140, frac = value == null || !(max > 0) ? 0 : Math.max(0, Math.min(1, value / max));
+  return `<svg class="bar" width="${w + 130}" height="14" data-value="${value == null ? "" : value}">` +
     `<rect x="0" y="1" width="${w}" height="12" fill="#24303b"/>` +
     `<rect x="0" y="1" width="${(w * frac).toFixed(1)}" height="12" fill="${color}"/>` +
     `<text x="${w + 6}" y="11">${esc(label)}</text></svg>`;
