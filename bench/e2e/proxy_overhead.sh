@@ -235,12 +235,13 @@ for variant in ${BENCH_VARIANTS:-}; do
   spec="${variant#*=}"
   binary="${spec%%@*}"
   snippet=""
-  [ "$spec" != "$binary" ] && snippet="${spec#*@}"
+  if [ "$spec" != "$binary" ]; then snippet="${spec#*@}"; fi
   [ -x "$binary" ] || die "variant $name: $binary is not executable"
   cp "$WORK/switchyard.yaml" "$WORK/$name.yaml"
   if [ -n "$snippet" ]; then
     sed "s|@COLLECTOR@|http://127.0.0.1:$BACKEND_PORT|g" "$snippet" >>"$WORK/$name.yaml"
   fi
+  : >"$WORK/$name.out"  # exists before the child opens it, so the poll below can read it
   "${PIN_PROXY[@]}" "$binary" gateway --config "$WORK/$name.yaml" \
     >"$WORK/$name.out" 2>"$WORK/$name.log" &
   PIDS+=($!)
