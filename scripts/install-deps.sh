@@ -9,6 +9,7 @@ packages=(
   libspdlog-dev libfmt-dev libcli11-dev libxxhash-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   redis-server nginx-light wrk curl python3
+  prometheus chromium  # promtool checks /metrics; headless chromium tests the dashboard
 )
 
 missing=()

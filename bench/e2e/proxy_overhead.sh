@@ -11,14 +11,21 @@
 # three equally; the table shows medians over runs. Only 127.0.0.1 is used.
 #
 # Environment: BENCH_DURATION (wrk duration, default 5s), BENCH_RUNS (default 3),
-#              SWITCHYARD (binary, default build/release/switchyard).
+#              SWITCHYARD (binary, default build/release/switchyard),
+#              BENCH_CONCURRENCIES (default "1 32 256"),
+#              BENCH_VARIANTS: extra Switchyard gateways measured in the same interleaved runs,
+#                space-separated NAME=BINARY[@SNIPPET]: SNIPPET is a file of YAML top-level keys
+#                appended to that gateway's config. In a snippet, @COLLECTOR@ becomes
+#                http://127.0.0.1:<backend port> (the backend nginx answers 200 to OTLP POSTs).
+#                Each variant shows up as target NAME with its ratio to `switchyard`.
 # Exit status: non-zero when something is broken (setup, wrong Switchyard response); a missed
 # performance goal is reported as MISS but does not fail the script.
 set -euo pipefail
 
 readonly DURATION="${BENCH_DURATION:-5s}"
 readonly RUNS="${BENCH_RUNS:-3}"
-readonly CONCURRENCIES=(1 32 256)
+read -r -a CONCURRENCIES <<<"${BENCH_CONCURRENCIES:-1 32 256}"
+readonly CONCURRENCIES
 readonly WARMUP="1s"
 
 cd "$(dirname "$0")/../.."
@@ -220,7 +227,36 @@ declare -A URL=(
   [nginx]="http://127.0.0.1:$NGINX_PORT"
   [switchyard]="http://$SWITCHYARD_ADDR"
 )
-readonly TARGETS=(backend nginx switchyard)
+TARGETS=(backend nginx switchyard)
+
+# Variants: more gateways on the proxy core, each with its own config.
+for variant in ${BENCH_VARIANTS:-}; do
+  name="${variant%%=*}"
+  spec="${variant#*=}"
+  binary="${spec%%@*}"
+  snippet=""
+  if [ "$spec" != "$binary" ]; then snippet="${spec#*@}"; fi
+  [ -x "$binary" ] || die "variant $name: $binary is not executable"
+  cp "$WORK/switchyard.yaml" "$WORK/$name.yaml"
+  if [ -n "$snippet" ]; then
+    sed "s|@COLLECTOR@|http://127.0.0.1:$BACKEND_PORT|g" "$snippet" >>"$WORK/$name.yaml"
+  fi
+  : >"$WORK/$name.out"  # exists before the child opens it, so the poll below can read it
+  "${PIN_PROXY[@]}" "$binary" gateway --config "$WORK/$name.yaml" \
+    >"$WORK/$name.out" 2>"$WORK/$name.log" &
+  PIDS+=($!)
+  addr=""
+  for _ in $(seq 100); do
+    addr="$(awk '/^listening / {print $2; exit}' "$WORK/$name.out")"
+    [ -n "$addr" ] && break
+    sleep 0.1
+  done
+  [ -n "$addr" ] || { tail -20 "$WORK/$name.log" >&2; die "variant $name did not start"; }
+  URL[$name]="http://$addr"
+  TARGETS+=("$name")
+  echo "variant: $name = $binary${snippet:+ + $(tr '\n' ' ' <"$snippet")}"
+done
+readonly TARGETS
 for t in "${TARGETS[@]}"; do wait_ready "$t" "${URL[$t]}"; done
 
 # ---------------------------------------------------------------------------------------------
@@ -301,14 +337,14 @@ done
 echo
 
 # Proxies must not have died or answered errors meanwhile.
-for i in 0 1 2; do
+for i in "${!TARGETS[@]}"; do
   kill -0 "${PIDS[$i]}" 2>/dev/null || die "${TARGETS[$i]} exited during the benchmark"
 done
 check_switchyard >/dev/null
 
 # ---------------------------------------------------------------------------------------------
 # Report: medians per (concurrency, target), added latency over backend-direct, ratios.
-awk -F'\t' -v runs="$RUNS" '
+awk -F'\t' -v runs="$RUNS" -v targets="${TARGETS[*]}" '
   function median(key,    n, i, j, tmp, a) {
     n = cnt[key]
     for (i = 1; i <= n; i++) a[i] = vals[key, i]
@@ -328,8 +364,8 @@ awk -F'\t' -v runs="$RUNS" '
     for (k = 1; k <= nc; k++) {
       c = order[k]
       d50 = med(c, "backend", "p50"); d99 = med(c, "backend", "p99")
-      split("backend nginx switchyard", ts, " ")
-      for (i = 1; i <= 3; i++) {
+      nt = split(targets, ts, " ")
+      for (i = 1; i <= nt; i++) {
         t = ts[i]
         r = med(c, t, "rps"); p50 = med(c, t, "p50"); p99 = med(c, t, "p99")
         if (t == "backend") { a50 = "-"; a99 = "-" }
@@ -338,6 +374,12 @@ awk -F'\t' -v runs="$RUNS" '
       }
       rr = ratio(med(c, "switchyard", "rps"), med(c, "nginx", "rps"))
       ar = ratio(med(c, "switchyard", "p99") - d99, med(c, "nginx", "p99") - d99)
+      for (i = 4; i <= nt; i++) {
+        t = ts[i]
+        printf "%-5s %s vs switchyard: RPS ratio %s, p50 %+.0f us, p99 %+.0f us\n", c, t,
+          ratio(med(c, t, "rps"), med(c, "switchyard", "rps")),
+          med(c, t, "p50") - med(c, "switchyard", "p50"), med(c, t, "p99") - med(c, "switchyard", "p99")
+      }
       printf "%-5s switchyard/nginx: RPS ratio %s, added p99 ratio %s\n\n", c, rr, ar
       rps_ratio[c] = rr; p99_ratio[c] = ar
     }

@@ -234,6 +234,68 @@ fleet::ModelSpec parseModel(const YAML::Node& node, size_t index,
   return model;
 }
 
+// `tracing:`, `logging:` and `decisions:`.
+void parseObserve(const YAML::Node& root, observe::ObserveConfig& config) {
+  auto forEach = [](const YAML::Node& node, const std::string& where, auto&& on_key) {
+    if (!node.IsMap()) throw ConfigError(where + ": must be a mapping");
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      const std::string key = it->first.as<std::string>();
+      if (!on_key(key, it->second)) throw ConfigError(where + "." + key + ": unknown key");
+    }
+  };
+  if (const YAML::Node tracing = root["tracing"]) {
+    forEach(tracing, "tracing", [&](const std::string& key, const YAML::Node& v) {
+      observe::TracingConfig& t = config.tracing;
+      if (key == "otlp_endpoint") {
+        t.otlp_endpoint = scalar<std::string>(v, "tracing.otlp_endpoint");
+        std::string_view rest = t.otlp_endpoint;
+        if (!rest.starts_with("http://")) {
+          throw ConfigError("tracing.otlp_endpoint: must look like http://HOST:PORT");
+        }
+        rest.remove_prefix(7);
+        requireAddress(std::string(rest.substr(0, rest.find('/'))), "tracing.otlp_endpoint");
+      } else if (key == "sampling_ratio") {
+        t.sampling_ratio = number(v, "tracing.sampling_ratio", 0, 1);
+      } else if (key == "queue_spans") {
+        t.queue_spans = static_cast<size_t>(number(v, "tracing.queue_spans", 1, 1 << 20));
+      } else if (key == "max_batch") {
+        t.max_batch = static_cast<size_t>(number(v, "tracing.max_batch", 1, 1 << 16));
+      } else if (key == "export_interval_ms") {
+        t.export_interval = millis(v, "tracing.export_interval_ms");
+      } else if (key == "export_timeout_ms") {
+        t.export_timeout = millis(v, "tracing.export_timeout_ms");
+      } else {
+        return false;
+      }
+      return true;
+    });
+  }
+  if (const YAML::Node logging = root["logging"]) {
+    forEach(logging, "logging", [&](const std::string& key, const YAML::Node& v) {
+      if (key == "level") {
+        config.logging.level = scalar<std::string>(v, "logging.level");
+        static const std::set<std::string> kLevels = {"trace", "debug", "info", "warn",
+                                                      "warning", "error", "critical", "off"};
+        if (!kLevels.count(config.logging.level)) {
+          throw ConfigError("logging.level: one of trace, debug, info, warn, error, critical, off");
+        }
+      } else if (key == "access_log") {
+        config.logging.access_log = scalar<bool>(v, "logging.access_log");
+      } else {
+        return false;
+      }
+      return true;
+    });
+  }
+  if (const YAML::Node decisions = root["decisions"]) {
+    forEach(decisions, "decisions", [&](const std::string& key, const YAML::Node& v) {
+      if (key != "log_size") return false;
+      config.decision_log_size = static_cast<size_t>(number(v, "decisions.log_size", 1, 65536));
+      return true;
+    });
+  }
+}
+
 // AIBrix names first, then SWITCHYARD_ names, which win when both are set.
 void applyLoadBalanceEnvironment(GatewayConfig& config) {
   const std::pair<const char*, double*> knobs[] = {
@@ -264,10 +326,10 @@ GatewayConfig parseNode(const YAML::Node& root) {
   GatewayConfig config;
   if (!root || root.IsNull()) throw ConfigError("empty configuration");
   if (!root.IsMap()) throw ConfigError("top level must be a mapping");
-  static const std::set<std::string> kKnown = {"listen",    "admin_listen", "workers",
-                                               "routing",   "telemetry",    "limits",
-                                               "timeouts",  "models",       "reload_poll_interval_ms",
-                                               "health",    "retry"};
+  static const std::set<std::string> kKnown = {
+      "listen",  "admin_listen", "workers", "routing", "telemetry", "limits",  "timeouts",
+      "models",  "reload_poll_interval_ms", "health",  "retry",     "tracing", "logging",
+      "decisions"};
   for (auto it = root.begin(); it != root.end(); ++it) {
     const std::string key = it->first.as<std::string>();
     if (!kKnown.count(key)) throw ConfigError(key + ": unknown key");
@@ -346,6 +408,7 @@ GatewayConfig parseNode(const YAML::Node& root) {
       }
     }
   }
+  parseObserve(root, config.observe);
   const YAML::Node models = root["models"];
   if (models && !models.IsSequence()) throw ConfigError("models: must be a list");
   std::set<std::string> names;
@@ -396,6 +459,16 @@ void applyEnvironment(GatewayConfig& config) {
   if (const char* v = std::getenv("SWITCHYARD_ADMIN_LISTEN")) config.admin_listen = v;
   if (const char* v = std::getenv("SWITCHYARD_DEFAULT_STRATEGY")) config.default_strategy = v;
   if (const char* v = std::getenv("SWITCHYARD_WORKERS")) config.workers = std::atoi(v);
+  if (const char* v = std::getenv("SWITCHYARD_OTLP_ENDPOINT")) {
+    config.observe.tracing.otlp_endpoint = v;
+  }
+  if (const char* v = std::getenv("SWITCHYARD_TRACE_SAMPLING_RATIO")) {
+    const double ratio = std::strtod(v, nullptr);
+    if (!(ratio >= 0 && ratio <= 1)) {
+      throw ConfigError("SWITCHYARD_TRACE_SAMPLING_RATIO: must be between 0 and 1");
+    }
+    config.observe.tracing.sampling_ratio = ratio;
+  }
 }
 
 }  // namespace switchyard::gateway

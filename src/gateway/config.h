@@ -6,7 +6,8 @@
 // SWITCHYARD_WORKERS, and the load-balance knobs under their AIBrix names
 // (AIBRIX_LOAD_BALANCE_QUEUED_WEIGHT, AIBRIX_LOAD_BALANCE_KV_PRESSURE_ALPHA,
 // AIBRIX_LOAD_BALANCE_KV_CRITICAL_FREE, AIBRIX_ROUTING_AUTO_BLEND_LOAD_BALANCE_WEIGHT) or with the
-// SWITCHYARD_ prefix instead of AIBRIX_ (which wins when both are set). See docs/configuration.md.
+// SWITCHYARD_ prefix instead of AIBRIX_ (which wins when both are set); tracing with
+// SWITCHYARD_OTLP_ENDPOINT and SWITCHYARD_TRACE_SAMPLING_RATIO. See docs/configuration.md.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,7 @@
 #include "core/clock.h"
 #include "fleet/fleet_registry.h"
 #include "health/replica_health.h"
+#include "observe/observe_config.h"
 
 namespace switchyard::gateway {
 
@@ -63,6 +65,7 @@ struct GatewayConfig {
   size_t max_body_bytes = 8u << 20;
   TimeoutsConfig timeouts;
   std::vector<fleet::ModelSpec> models;
+  observe::ObserveConfig observe;  // `tracing:`, `logging:`, `decisions:` (docs/observability.md)
 
   // Engine signals older than this are unknown (three scrape intervals).
   TimeNs signalMaxAge() const { return 3 * scrape_interval; }

@@ -3,9 +3,12 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <limits>
+#include <vector>
 
 #include "api/openai_error.h"
 #include "health/replica_health.h"
+#include "routing/router.h"
 
 namespace switchyard::gateway {
 namespace {
@@ -29,6 +32,10 @@ void appendSignal(std::string& out, std::string_view key, double value) {
 }  // namespace
 
 std::string renderFleetJson(const fleet::FleetSnapshot& snapshot, TimeNs now) {
+  // The score each replica would get now under its model's default strategy: a dry-run routing
+  // decision (pure; it only reads the live counters).
+  routing::RoutingScratch scratch;
+  Rng rng(static_cast<uint64_t>(now) | 1);
   std::string out;
   fmt::format_to(std::back_inserter(out),
                  R"({{"version":{},"default_strategy":)", snapshot.version);
@@ -42,6 +49,22 @@ std::string renderFleetJson(const fleet::FleetSnapshot& snapshot, TimeNs now) {
     appendString(out, model.name);
     out.append(R"(,"routing_strategy":)");
     appendString(out, model.routing_strategy);
+    const std::string_view strategy_text =
+        model.routing_strategy.empty() ? std::string_view(snapshot.default_strategy)
+                                       : std::string_view(model.routing_strategy);
+    routing::StrategySpec spec;
+    std::vector<double> scores(model.replicas.size(), std::numeric_limits<double>::quiet_NaN());
+    if (routing::parseStrategySpec(strategy_text, spec, nullptr) == routing::SpecError::kNone) {
+      const routing::RouteRequest request{&spec, now, {}, {}};
+      const routing::Decision decision = routing::route(snapshot, model, request, rng, scratch);
+      for (const routing::CandidateRow& row : decision.rows) {
+        if (row.excluded == routing::Exclusion::kNone && row.replica_index < scores.size()) {
+          scores[row.replica_index] = row.score;
+        }
+      }
+    }
+    out.append(R"(,"score_strategy":)");
+    appendString(out, strategy_text);
     out.append(R"(,"replicas":[)");
     for (size_t r = 0; r < model.replicas.size(); ++r) {
       const fleet::ReplicaEntry& replica = model.replicas[r];
@@ -88,8 +111,11 @@ std::string renderFleetJson(const fleet::FleetSnapshot& snapshot, TimeNs now) {
       appendSignal(out, "decode", capacity.decode);
       out.push_back(',');
       appendSignal(out, "prefill", capacity.prefill);
-      fmt::format_to(std::back_inserter(out), R"(,"unit":"{}"}}}})",
+      fmt::format_to(std::back_inserter(out), R"(,"unit":"{}"}},)",
                      capacity.tokenless ? "requests/s" : "tokens/s");
+      // Lower wins; null when excluded or +Inf ("pass over").
+      appendSignal(out, "score", std::isfinite(scores[r]) ? scores[r] : std::nan(""));
+      out.push_back('}');
     }
     out.append("]}");
   }

@@ -16,6 +16,8 @@
 #include "gateway/worker.h"
 #include "health/health_manager.h"
 #include "http/listener.h"
+#include "observe/dashboard.h"
+#include "observe/observer.h"
 
 namespace switchyard::gateway {
 namespace {
@@ -65,14 +67,18 @@ class ControlPlane {
                                  ? config_.workers
                                  : std::max(1u, std::thread::hardware_concurrency());
     tcp::endpoint listen = http::resolveListenAddress(config_.listen);
+    observe_ = std::make_unique<observe::Observability>(config_.observe,
+                                                        static_cast<size_t>(worker_count));
     for (int i = 0; i < worker_count; ++i) {
-      workers_.push_back(std::make_unique<Worker>(i, config_, registry_, listen));
+      workers_.push_back(
+          std::make_unique<Worker>(i, config_, registry_, listen, observe_->worker(i)));
       // Port 0 means "any": the first worker gets one, the others share it (SO_REUSEPORT).
       if (i == 0) listen.port(workers_[0]->port());
     }
     admin_ = std::make_unique<AdminServer>(io_, http::resolveListenAddress(config_.admin_listen));
     registerAdminEndpoints();
     admin_->start();
+    observe_->startExporter(io_);
     scraper_.sync(registry_.replicas());
     waitForSignal();
     scheduleReloadPoll();
@@ -104,6 +110,23 @@ class ControlPlane {
       const auto snapshot = registry_.latest();
       return AdminResponse{200, "application/json",
                            renderFleetJson(*snapshot, SteadyClock::instance().now())};
+    });
+    admin_->handle("/metrics", [this] {
+      const auto snapshot = registry_.latest();
+      const observe::ExporterStats exporter = observe_->exporterStats();
+      observe::ControlPlaneStats stats{scraper_.scrapesTotal(), scraper_.scrapeFailuresTotal(),
+                                       exporter.exported,       exporter.dropped,
+                                       exporter.failures,       snapshot->version};
+      return AdminResponse{
+          200, "text/plain; version=0.0.4; charset=utf-8",
+          observe_->metrics().render(*snapshot, SteadyClock::instance().now(), stats)};
+    });
+    admin_->handle("/debug/decisions", [this] {
+      return AdminResponse{200, "application/json",
+                           observe_->recentDecisionsJson(config_.observe.decision_log_size)};
+    });
+    admin_->handle("/dashboard", [] {
+      return AdminResponse{200, "text/html; charset=utf-8", std::string(observe::dashboardHtml())};
     });
   }
 
@@ -200,6 +223,7 @@ class ControlPlane {
       if (inflight > 0) spdlog::warn("gateway: grace period over, {} requests cut", inflight);
       scraper_.stopAll();
       health_.stopAll();
+      observe_->stopExporter();
       admin_->stop();
       signals_.cancel();
       io_.stop();
@@ -224,6 +248,7 @@ class ControlPlane {
   asio::steady_timer reload_timer_;
   asio::steady_timer shutdown_timer_;
   std::unique_ptr<AdminServer> admin_;
+  std::unique_ptr<observe::Observability> observe_;  // declared before workers_: outlives them
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<std::thread> threads_;
   FileStamp stamp_;
@@ -245,6 +270,7 @@ int runGateway(const GatewayOptions& options) {
     spdlog::error("gateway: {}", e.what());
     return 2;
   }
+  spdlog::set_level(spdlog::level::from_str(config.observe.logging.level));
   try {
     ControlPlane control(options, std::move(config));
     return control.run();

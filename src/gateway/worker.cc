@@ -93,13 +93,14 @@ struct ClientConnection {
   std::string aux;            // error bodies
   std::unique_ptr<char[]> piece{new char[kPieceSize]};
   char generated_id[17] = {};
+  observe::RequestRecord observed;  // metrics, decision record, spans, access log
 };
 
 }  // namespace
 
 struct Worker::Impl {
   Impl(int index_in, const GatewayConfig& config_in, const fleet::FleetRegistry& registry,
-       const tcp::endpoint& listen)
+       const tcp::endpoint& listen, observe::WorkerObserver& observer_in)
       : index(index_in),
         config(config_in),
         io(1),
@@ -109,7 +110,10 @@ struct Worker::Impl {
         retry_budget(config_in.retry.budget_ratio, config_in.retry.budget_min_per_second),
         rng(0x5EED0000u + static_cast<uint64_t>(index_in) * 7919u +
             static_cast<uint64_t>(SteadyClock::instance().now())),
-        sweep_timer(io) {}
+        sweep_timer(io),
+        observer(observer_in) {
+    observer.setExecutor([this](std::function<void()> job) { asio::post(io, std::move(job)); });
+  }
 
   int index;
   const GatewayConfig config;  // a copy: the control thread edits its own on reload
@@ -124,8 +128,7 @@ struct Worker::Impl {
   asio::steady_timer sweep_timer;
   std::atomic<int64_t> inflight{0};
   std::atomic<bool> stopping{false};
-  int64_t retries_total = 0;     // this worker's; read by nobody else yet
-  int64_t rejections_total = 0;
+  observe::WorkerObserver& observer;
 
   TimeNs now() const { return SteadyClock::instance().now(); }
 
@@ -292,6 +295,8 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn,
     for (int i = 0; i < 16; ++i) conn.generated_id[i] = kHex[(bits >> (i * 4)) & 0xF];
     request_id = std::string_view(conn.generated_id, 16);
   }
+  observe::RequestScope observed(observer, conn.observed, now(), request_id, req["traceparent"],
+                                 req["x-switchyard-explain"]);
 
   std::string& body = req.body();
   // simdjson reads up to SIMDJSON_PADDING bytes past the end: reserve them instead of copying.
@@ -328,10 +333,13 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn,
         keep_alive);
   }
 
+  observer.onModel(conn.observed, *snapshot, *model, spec.text);
+
   // Model-wide rate limit: per-replica RPS x routable replicas, shared by all workers.
   if (model->limits.requests_per_second_per_replica > 0) {
     const TimeNs wait = model->runtime->rate.tryAcquire(now());
     if (wait > 0) {
+      observer.countRejected(observe::LimitKind::kModelRate);
       co_return co_await sendRejection(conn, "model_rate_limit_exceeded",
                                        "the model's request rate limit is exceeded", wait,
                                        request_id, keep_alive);
@@ -352,8 +360,10 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn,
   bool saturated = false;
   while (attempts < max_attempts) {
     route_request.tried = std::span<const int>(tried.data(), tried_count);
+    const TimeNs routing_started = now();
     const routing::Decision decision =
         routing::route(*snapshot, *model, route_request, rng, scratch);
+    observer.onDecision(conn.observed, decision, routing_started, now());
     if (decision.chosen < 0) {
       saturated = decision.saturated > 0;
       break;
@@ -389,9 +399,9 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn,
     tried[tried_count++] = decision.chosen;
     route_request.now = now();
     if (!may_retry || !retry_budget.trySpend(route_request.now)) break;
-    ++retries_total;
   }
   if (saturated) {
+    observer.countRejected(observe::LimitKind::kReplicaInflight);
     co_return co_await sendRejection(conn, "replica_inflight_limit",
                                      "every replica of the model is at its in-flight limit",
                                      kNsPerSec, request_id, keep_alive);
@@ -408,7 +418,6 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn,
 asio::awaitable<bool> Worker::Impl::sendRejection(ClientConnection& conn, std::string_view code,
                                                   std::string_view message, TimeNs retry_after,
                                                   std::string_view request_id, bool keep_alive) {
-  ++rejections_total;
   api::OpenAiError error{message, api::kRateLimitError, std::nullopt, code};
   conn.aux.clear();
   api::appendErrorBody(conn.aux, error);
@@ -467,10 +476,12 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
   appendHeader(head, "Host", replica->name());
   for (const auto& field : req) {
     if (isHopByHop(field.name())) continue;
+    if (observer.replacesUpstreamHeader(field.name_string())) continue;
     appendHeader(head, field.name_string(), field.value());
   }
   appendHeader(head, "Content-Length", std::to_string(req.body().size()));
   if (generated_id) appendHeader(head, "x-request-id", request_id);
+  observer.appendUpstreamHeaders(conn.observed, head);
   head.append("\r\n");
 
   UpstreamPool::Stream upstream = pool.take(replica.get(), now());
@@ -482,6 +493,7 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
       if (!upstream) {
         counters.upstream_errors_total.fetch_add(1, std::memory_order_relaxed);
         replica->recordFailure();
+        observer.onUpstreamError(conn.observed, observe::UpstreamErrorKind::kConnect);
         spdlog::warn("request {}: cannot connect to {}", request_id, replica->name());
         co_return ForwardResult::kFailedBeforeSending;
       }
@@ -505,6 +517,9 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
     if (reused && tries == 0) continue;
     counters.upstream_errors_total.fetch_add(1, std::memory_order_relaxed);
     replica->recordFailure();
+    observer.onUpstreamError(conn.observed, ec == beast::error::timeout
+                                                ? observe::UpstreamErrorKind::kTimeout
+                                                : observe::UpstreamErrorKind::kReset);
     spdlog::warn("request {}: {} failed before responding: {}", request_id, replica->name(),
                  ec.message());
     co_return ForwardResult::kFailedBeforeSending;
@@ -512,6 +527,7 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
 
   auto& response = parser->get();
   const unsigned status = response.result_int();
+  observer.onResponse(conn.observed, status);  // counts a 5xx as an upstream error
   if (status >= 500) {
     counters.upstream_errors_total.fetch_add(1, std::memory_order_relaxed);
     replica->recordFailure();
@@ -534,6 +550,7 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
   appendHeader(head, "x-request-id", request_id);
   appendHeader(head, "routing-strategy", strategy);
   appendHeader(head, "target-pod", replica->name());
+  observer.appendResponseHeaders(conn.observed, head);  // x-switchyard-decision when asked
   if (chunk_to_client) {
     appendHeader(head, "Transfer-Encoding", "chunked");
   } else {
@@ -563,6 +580,9 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
       if (ec) {
         counters.upstream_errors_total.fetch_add(1, std::memory_order_relaxed);
         replica->recordFailure();
+        observer.onUpstreamError(conn.observed, ec == beast::error::timeout
+                                                    ? observe::UpstreamErrorKind::kTimeout
+                                                    : observe::UpstreamErrorKind::kReset);
         spdlog::warn("request {}: {} failed mid-response: {}", request_id, replica->name(),
                      ec.message());
         co_return head_sent ? ForwardResult::kAborted : ForwardResult::kFailedBeforeSending;
@@ -595,8 +615,12 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
     if (done) break;
   }
 
+  const TimeNs finished = now();
   accountCompletion(counters, status, scanner, event_stream, prompt_estimate, started,
-                    first_byte_at, now());
+                    first_byte_at, finished);
+  observer.onComplete(conn.observed, first_byte_at,
+                      scanner.promptTokens() > 0 ? scanner.promptTokens() : prompt_estimate,
+                      scanner.completionTokens(), finished);
   if (status >= 500) {
     // already recorded as a failure above
   } else if (event_stream && status == 200 && !scanner.sawDone()) {
@@ -635,6 +659,7 @@ void Worker::Impl::accountCompletion(fleet::ReplicaCounters& counters, unsigned 
 asio::awaitable<bool> Worker::Impl::sendJson(ClientConnection& conn, unsigned status,
                                              std::string_view body, std::string_view request_id,
                                              bool keep_alive, std::string_view retry_after) {
+  conn.observed.status = status;  // the status the client gets, for the request's metrics
   std::string& head = conn.head;
   head.clear();
   appendStatusLine(head, status);
@@ -664,8 +689,8 @@ asio::awaitable<bool> Worker::Impl::sendError(ClientConnection& conn, unsigned s
 }
 
 Worker::Worker(int index, const GatewayConfig& config, const fleet::FleetRegistry& registry,
-               const tcp::endpoint& listen)
-    : impl_(std::make_unique<Impl>(index, config, registry, listen)) {}
+               const tcp::endpoint& listen, observe::WorkerObserver& observer)
+    : impl_(std::make_unique<Impl>(index, config, registry, listen, observer)) {}
 
 Worker::~Worker() = default;
 

@@ -12,6 +12,7 @@
 
 #include "fleet/fleet_registry.h"
 #include "gateway/config.h"
+#include "observe/observer.h"
 
 namespace switchyard::gateway {
 
@@ -19,8 +20,10 @@ class Worker {
  public:
   // Binds the listening socket at construction (throws on failure), so the caller knows the
   // port before any thread starts.
+  // `observer` (owned by the control plane, outlives the worker) records this worker's metrics,
+  // decisions and spans.
   Worker(int index, const GatewayConfig& config, const fleet::FleetRegistry& registry,
-         const boost::asio::ip::tcp::endpoint& listen);
+         const boost::asio::ip::tcp::endpoint& listen, observe::WorkerObserver& observer);
   ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;

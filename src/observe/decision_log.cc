@@ -1,0 +1,180 @@
+#include "observe/decision_log.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "api/openai_error.h"
+#include "observe/metrics.h"
+
+namespace switchyard::observe {
+namespace {
+
+template <size_t N>
+void copyTruncated(char (&dst)[N], std::string_view src) {
+  const size_t n = std::min(src.size(), N - 1);
+  std::memcpy(dst, src.data(), n);
+  dst[n] = '\0';
+}
+
+void appendJsonString(std::string& out, std::string_view s) {
+  out.push_back('"');
+  api::appendJsonEscaped(out, s);
+  out.push_back('"');
+}
+
+void appendScore(std::string& out, double score) {
+  if (std::isfinite(score)) {
+    fmt::format_to(std::back_inserter(out), "{:.4g}", score);
+  } else {
+    out.append(score > 0 ? "inf" : "-inf");
+  }
+}
+
+}  // namespace
+
+void fillDecisionRecord(DecisionRecord& record, const routing::Decision& decision,
+                        std::span<const uint32_t> replica_slots, uint32_t model_slot,
+                        std::string_view request_id, int64_t unix_ns, int64_t latency_ns,
+                        int attempt) {
+  record.unix_ns = unix_ns;
+  record.latency_ns = latency_ns;
+  record.model_slot = model_slot;
+  record.chosen_slot =
+      decision.chosen >= 0 && static_cast<size_t>(decision.chosen) < replica_slots.size()
+          ? static_cast<int32_t>(replica_slots[decision.chosen])
+          : -1;
+  record.attempt = static_cast<uint16_t>(attempt);
+  record.total_rows = static_cast<uint16_t>(decision.rows.size());
+  record.candidates = static_cast<uint16_t>(decision.candidates);
+  record.relaxed = decision.relaxed;
+  copyTruncated(record.request_id, request_id);
+  copyTruncated(record.strategy, decision.strategy);
+  // Keep the chosen row, then the rest in fleet order up to the limit.
+  size_t n = 0;
+  auto add = [&](const routing::CandidateRow& row) {
+    if (row.replica_index >= replica_slots.size()) return;
+    record.rows[n++] = {replica_slots[row.replica_index], static_cast<uint8_t>(row.excluded),
+                        row.score};
+  };
+  if (decision.chosen >= 0 && static_cast<size_t>(decision.chosen) < decision.rows.size()) {
+    add(decision.rows[decision.chosen]);
+  }
+  for (size_t i = 0; i < decision.rows.size() && n < DecisionRecord::kMaxRows; ++i) {
+    if (static_cast<int>(i) == decision.chosen) continue;
+    add(decision.rows[i]);
+  }
+  record.row_count = static_cast<uint16_t>(n);
+}
+
+std::vector<DecisionRecord> DecisionRing::copyNewest(size_t limit) const {
+  std::vector<DecisionRecord> out;
+  const uint64_t count = std::min<uint64_t>({written_, slots_.size(), limit});
+  out.reserve(count);
+  for (uint64_t i = written_ - count; i < written_; ++i) out.push_back(slots_[i % slots_.size()]);
+  return out;
+}
+
+std::string renderDecisionsJson(std::vector<DecisionRecord> records,
+                                const MetricsRegistry& names, size_t limit) {
+  std::sort(records.begin(), records.end(), [](const DecisionRecord& a, const DecisionRecord& b) {
+    return a.unix_ns > b.unix_ns;
+  });
+  if (records.size() > limit) records.resize(limit);
+  std::string out = R"({"decisions":[)";
+  for (size_t i = 0; i < records.size(); ++i) {
+    const DecisionRecord& r = records[i];
+    if (i) out.push_back(',');
+    fmt::format_to(std::back_inserter(out), R"({{"time_unix_ms":{},"latency_us":{:.3f},)",
+                   r.unix_ns / 1'000'000, static_cast<double>(r.latency_ns) / 1e3);
+    out.append(R"("request_id":)");
+    appendJsonString(out, r.request_id);
+    out.append(R"(,"model":)");
+    appendJsonString(out, names.modelName(r.model_slot));
+    out.append(R"(,"strategy":)");
+    appendJsonString(out, r.strategy);
+    out.append(R"(,"chosen":)");
+    if (r.chosen_slot < 0) {
+      out.append("null");
+    } else {
+      appendJsonString(out, names.replicaName(static_cast<uint32_t>(r.chosen_slot)).second);
+    }
+    fmt::format_to(std::back_inserter(out),
+                   R"(,"worker":{},"attempt":{},"replicas":{},"candidates_count":{},)"
+                   R"("relaxed":{},"truncated":{},"candidates":[)",
+                   r.worker, r.attempt, r.total_rows, r.candidates, r.relaxed,
+                   r.total_rows > r.row_count);
+    for (size_t j = 0; j < r.row_count; ++j) {
+      const DecisionRecord::Row& row = r.rows[j];
+      if (j) out.push_back(',');
+      out.append(R"({"replica":)");
+      appendJsonString(out, names.replicaName(row.replica_slot).second);
+      if (row.excluded != 0) {
+        out.append(R"(,"excluded":)");
+        appendJsonString(out, routing::exclusionName(static_cast<routing::Exclusion>(row.excluded)));
+      } else {
+        out.append(R"(,"score":)");
+        if (std::isfinite(row.score)) {
+          fmt::format_to(std::back_inserter(out), "{}", row.score);
+        } else {
+          out.append("null");  // +Inf: "pass over"
+        }
+      }
+      out.push_back('}');
+    }
+    out.append("]}");
+  }
+  out.append("]}");
+  return out;
+}
+
+void appendDecisionHeader(std::string& out, const routing::Decision& decision,
+                          const fleet::ModelEntry& model, size_t max_bytes) {
+  static constexpr std::string_view kTruncated = ";truncated";
+  const size_t start = out.size();
+  const size_t budget = max_bytes > kTruncated.size() ? max_bytes - kTruncated.size() : 0;
+  auto name = [&](uint32_t i) -> std::string_view {
+    return i < model.replicas.size() ? std::string_view(model.replicas[i].state->name()) : "?";
+  };
+  out.append("strategy=").append(decision.strategy);
+  out.append("; chosen=");
+  out.append(decision.chosen >= 0 ? name(static_cast<uint32_t>(decision.chosen)) : "none");
+  fmt::format_to(std::back_inserter(out), "; ready={}; candidates=", decision.ready);
+  bool first = true;
+  bool cut = false;
+  for (const routing::CandidateRow& row : decision.rows) {
+    if (row.excluded != routing::Exclusion::kNone) continue;
+    const size_t mark = out.size();
+    if (!first) out.push_back(',');
+    first = false;
+    out.append(name(row.replica_index)).push_back('=');
+    appendScore(out, row.score);
+    if (out.size() - start > budget) {
+      out.resize(mark);
+      cut = true;
+      break;
+    }
+  }
+  if (!cut) {
+    bool any = false;
+    for (const routing::CandidateRow& row : decision.rows) {
+      if (row.excluded == routing::Exclusion::kNone) continue;
+      const size_t mark = out.size();
+      out.append(any ? "," : "; excluded=");
+      any = true;
+      out.append(name(row.replica_index)).push_back('(');
+      out.append(routing::exclusionName(row.excluded)).push_back(')');
+      if (out.size() - start > budget) {
+        out.resize(mark);
+        cut = true;
+        break;
+      }
+    }
+  }
+  if (!cut && decision.relaxed) out.append("; relaxed=1");
+  if (cut) out.append(kTruncated);
+}
+
+}  // namespace switchyard::observe

@@ -1,0 +1,84 @@
+// Decision records: what the router chose for a request and why, for the explain header and the
+// /debug/decisions ring.
+//
+// Every routed request writes one fixed-size DecisionRecord into its worker's ring (a slot copy,
+// no allocation once the ring exists; replicas are stored as metric slot ids, names are looked
+// up only when the ring is read). Only the owning worker touches its ring: the control thread
+// reads it by posting a copy job to the worker (see Observability::recentDecisions), so there
+// are no locks or shared writes on the request path.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/clock.h"
+#include "fleet/fleet_snapshot.h"
+#include "routing/decision.h"
+
+namespace switchyard::observe {
+
+class MetricsRegistry;
+
+struct DecisionRecord {
+  static constexpr size_t kMaxRows = 16;  // the candidate table keeps the best-scored 16 rows
+  struct Row {
+    uint32_t replica_slot = 0;
+    uint8_t excluded = 0;  // routing::Exclusion
+    double score = 0;
+  };
+  int64_t unix_ns = 0;    // wall-clock time of the decision
+  int64_t latency_ns = 0;  // time spent routing
+  uint64_t sequence = 0;   // per-worker order
+  uint32_t model_slot = 0;
+  int32_t chosen_slot = -1;  // -1: nothing could be chosen
+  uint16_t worker = 0;
+  uint16_t attempt = 0;      // 0 first pick, 1 failover
+  uint16_t total_rows = 0;   // replicas of the model (rows beyond kMaxRows are dropped)
+  uint16_t row_count = 0;
+  uint16_t candidates = 0;
+  bool relaxed = false;
+  char request_id[40] = {};
+  char strategy[64] = {};
+  std::array<Row, kMaxRows> rows;
+};
+
+// Fills `record` from a decision. Allocation-free.
+void fillDecisionRecord(DecisionRecord& record, const routing::Decision& decision,
+                        std::span<const uint32_t> replica_slots, uint32_t model_slot,
+                        std::string_view request_id, int64_t unix_ns, int64_t latency_ns,
+                        int attempt);
+
+// A fixed ring of records owned by one worker.
+class DecisionRing {
+ public:
+  explicit DecisionRing(size_t capacity) : slots_(capacity) {}
+  // Owner thread: the slot to write next (overwrites the oldest).
+  DecisionRecord& next() {
+    DecisionRecord& r = slots_[written_ % slots_.size()];
+    r.sequence = written_++;
+    return r;
+  }
+  // Owner thread: the newest `limit` records, oldest first.
+  std::vector<DecisionRecord> copyNewest(size_t limit) const;
+  size_t capacity() const { return slots_.size(); }
+
+ private:
+  std::vector<DecisionRecord> slots_;
+  uint64_t written_ = 0;
+};
+
+// /debug/decisions JSON: {"decisions":[...]} newest first.
+std::string renderDecisionsJson(std::vector<DecisionRecord> records,
+                                const MetricsRegistry& names, size_t limit);
+
+// The compact x-switchyard-decision header value:
+//   strategy=S; chosen=R; candidates=R1=0.12,R2=0.5; excluded=R3(failed_this_request)
+// Scores are lower-is-better. Bounded by `max_bytes`; a cut value ends with ";truncated".
+void appendDecisionHeader(std::string& out, const routing::Decision& decision,
+                          const fleet::ModelEntry& model, size_t max_bytes = 4000);
+
+}  // namespace switchyard::observe
