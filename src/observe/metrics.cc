@@ -451,6 +451,10 @@ std::string MetricsRegistry::render(const fleet::FleetSnapshot& snapshot, TimeNs
        "Age of the last successful telemetry read (absent if never read)."},
       {"switchyard_replica_signal_fresh",
        "1 when the engine signals are recent enough to route on, else 0."},
+      {"switchyard_replica_health_state",
+       "Routing health: 0 healthy, 1 excluded, 2 half-open (docs/operations.md)."},
+      {"switchyard_replica_consecutive_failures",
+       "Failed requests in a row (upstream errors, 5xx, truncated streams)."},
   };
   std::vector<std::string> series[std::size(kGauges)];
   for (const fleet::ModelEntry& model : snapshot.models) {
@@ -473,7 +477,10 @@ std::string MetricsRegistry::render(const fleet::FleetSnapshot& snapshot, TimeNs
                                capacity.decode,
                                capacity.prefill,
                                age < 0 ? NAN : static_cast<double>(age) / 1e9,
-                               fresh ? 1.0 : 0.0};
+                               fresh ? 1.0 : 0.0,
+                               static_cast<double>(replica.state->health()),
+                               static_cast<double>(
+                                   replica.state->counters().consecutive_failures.load())};
       for (size_t g = 0; g < std::size(kGauges); ++g) {
         if (std::isnan(values[g])) continue;  // unknown is absent, never 0
         if (g == 0) {
@@ -497,6 +504,18 @@ std::string MetricsRegistry::render(const fleet::FleetSnapshot& snapshot, TimeNs
   for (const fleet::ModelEntry& model : snapshot.models) {
     appendSample(out, "switchyard_model_load_imbalance", {{"model", model.name}},
                  loadImbalance(model));
+  }
+  appendHeader(out, "switchyard_model_routable_replicas", "gauge",
+               "Replicas not excluded by health (the rate limit scales with it).");
+  for (const fleet::ModelEntry& model : snapshot.models) {
+    appendSample(out, "switchyard_model_routable_replicas", {{"model", model.name}},
+                 model.runtime->routable_replicas.load(std::memory_order_relaxed));
+  }
+  appendHeader(out, "switchyard_model_rate_limit_rps", "gauge",
+               "The model-wide request rate limit now in force (0: unlimited).");
+  for (const fleet::ModelEntry& model : snapshot.models) {
+    appendSample(out, "switchyard_model_rate_limit_rps", {{"model", model.name}},
+                 model.runtime->rate.rate());
   }
 
   // --- The gateway itself.
