@@ -1,7 +1,7 @@
 # Front door. On a fresh Debian 12 machine `make demo` and `make test` are the only commands needed.
 JOBS ?= $(shell nproc)
 
-.PHONY: deps build build-debug test test-release test-debug tsan demo bench clean
+.PHONY: deps build build-debug test test-release test-debug tsan demo bench bench-faults clean
 
 deps:
 	bash scripts/install-deps.sh
@@ -33,6 +33,9 @@ demo: build
 
 bench: build
 	bash bench/e2e/proxy_overhead.sh
+
+bench-faults: build
+	bash bench/e2e/faults.sh
 
 clean:
 	rm -rf build
