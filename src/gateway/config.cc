@@ -83,7 +83,7 @@ void parseHealth(const YAML::Node& node, health::HealthSettings& h) {
   for (auto it = node.begin(); it != node.end(); ++it) {
     const std::string key = it->first.as<std::string>();
     const std::string full = "health." + key;
-    const YAML::Node& v = it->second;
+    const YAML::Node v = it->second;  // a copy: it-> yields a temporary
     if (key == "failure_threshold") {
       h.failure_threshold = static_cast<int>(number(v, full, 1, 1e6));
     } else if (key == "hard_failure_threshold") {

@@ -55,7 +55,8 @@ std::string renderFleetJson(const fleet::FleetSnapshot& snapshot, TimeNs now) {
     routing::StrategySpec spec;
     std::vector<double> scores(model.replicas.size(), std::numeric_limits<double>::quiet_NaN());
     if (routing::parseStrategySpec(strategy_text, spec, nullptr) == routing::SpecError::kNone) {
-      const routing::RouteRequest request{&spec, now, {}, {}};
+      routing::RouteRequest request{&spec, now, {}, {}};
+      request.dry_run = true;
       const routing::Decision decision = routing::route(snapshot, model, request, rng, scratch);
       for (const routing::CandidateRow& row : decision.rows) {
         if (row.excluded == routing::Exclusion::kNone && row.replica_index < scores.size()) {

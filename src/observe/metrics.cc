@@ -508,12 +508,14 @@ std::string MetricsRegistry::render(const fleet::FleetSnapshot& snapshot, TimeNs
   appendHeader(out, "switchyard_model_routable_replicas", "gauge",
                "Replicas not excluded by health (the rate limit scales with it).");
   for (const fleet::ModelEntry& model : snapshot.models) {
+    if (!model.runtime) continue;  // snapshots built outside the registry have none
     appendSample(out, "switchyard_model_routable_replicas", {{"model", model.name}},
                  model.runtime->routable_replicas.load(std::memory_order_relaxed));
   }
   appendHeader(out, "switchyard_model_rate_limit_rps", "gauge",
                "The model-wide request rate limit now in force (0: unlimited).");
   for (const fleet::ModelEntry& model : snapshot.models) {
+    if (!model.runtime) continue;
     appendSample(out, "switchyard_model_rate_limit_rps", {{"model", model.name}},
                  model.runtime->rate.rate());
   }

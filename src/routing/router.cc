@@ -130,7 +130,8 @@ Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& mo
   }
 
   scratch.inputs.resize(m);
-  ScoringContext context{snapshot, model, request.now, rng, request.shape, scratch.inputs};
+  ScoringContext context{snapshot, model, request.now, rng, request.shape, scratch.inputs,
+                         request.dry_run};
   scratch.scores.assign(m, 0.0);
   scratch.tiebreak.assign(m, 0.0);
   if (count == 1) {

@@ -21,6 +21,7 @@ struct RouteRequest {
   TimeNs now = 0;
   std::span<const int> tried;  // replicas that already failed this request (failover)
   RequestShape shape;
+  bool dry_run = false;  // score for a debug view: no state (e.g. round-robin's cursor) moves
 };
 
 inline constexpr double kInfPenalty = 2.0;

@@ -41,6 +41,7 @@ struct ScoringContext {
   Rng& rng;
   RequestShape shape;
   std::span<CandidateInputs> inputs;  // scratch sized like the candidates; contents undefined
+  bool dry_run = false;  // an explanation, not a request: strategies must not change state
 };
 
 struct ScoreNote {

@@ -78,7 +78,7 @@ TEST_F(HealthTest, FailingReplicaIsRetriedAroundExcludedAndRestoredAfterItHeals)
         return health(0) == "healthy";
       },
       8s))
-      << health(0);
+      << httpRequest(gateway_->port(1), "GET", "/debug/fleet").body;
 }
 
 TEST_F(HealthTest, CrashedReplicaIsExcludedByProbesAndReturnsWhenRestarted) {

@@ -63,6 +63,16 @@ TEST_F(RouterTest, RoundRobinCyclesThroughEveryReplica) {
   EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, order[4], order[5], order[6], order[7]}));
 }
 
+TEST_F(RouterTest, DryRunsDoNotMoveTheRoundRobinCursor) {
+  const int first = decide("round-robin").chosen;
+  StrategySpec spec;
+  ASSERT_EQ(parseStrategySpec("round-robin", spec), SpecError::kNone);
+  RouteRequest explain{&spec, 0, {}, {}};
+  explain.dry_run = true;
+  for (int i = 0; i < 3; ++i) route(*snapshot_, model(), explain, rng_, scratch_);
+  EXPECT_EQ(decide("round-robin").chosen, (first + 1) % 4);
+}
+
 TEST_F(RouterTest, RandomReachesEveryReplica) {
   std::map<int, int> counts;
   for (int i = 0; i < 2000; ++i) ++counts[decide("random").chosen];
