@@ -73,12 +73,14 @@ function renderFleet(fleet) {
       (m.score_strategy ? ` · score now under ${esc(m.score_strategy)} (lower wins)` : "") + `</span></h2>`;
     for (const gpu of Object.keys(groups).sort()) {
       html += `<h3>GPU ${esc(gpu)}</h3><table><tr><th>replica</th><th>load</th><th>capacity</th>` +
-        `<th>KV usage</th><th>share (5 min)</th><th class="num">score now</th><th>signals</th></tr>`;
+        `<th>KV usage</th><th>share (5 min)</th><th class="num">score now</th><th>health</th><th>signals</th></tr>`;
       for (const r of groups[gpu]) {
         ++replicas;
         const share = shareOver(m.name + "|" + r.name, WINDOW_MS);
         const cap = r.capacity ? r.capacity.decode : null;
         const kv = r.signals ? r.signals.kv_usage : null;
+        const state = !r.health || r.health === "healthy" ? (r.health || "–") :
+          `<span class="bad">${esc(r.health)}${r.health_reason && r.health_reason !== "none" ? " (" + esc(r.health_reason) + ")" : ""}</span>`;
         const health = r.signals && r.signals.fresh ? "fresh" :
           `<span class="bad">stale${r.signals && r.signals.age_ms != null ? " " + r.signals.age_ms + " ms" : ""}</span>`;
         html += `<tr class="replica" data-replica="${esc(r.name)}" data-gpu="${esc(gpu)}">` +
@@ -88,7 +90,7 @@ function renderFleet(fleet) {
           `<td>${bar(cap, maxCap, "var(--cap)", cap == null ? "learning" : fmt(cap, 0) + " " + r.capacity.unit)}</td>` +
           `<td>${bar(kv, 1, "var(--kv)", kv == null ? "unknown" : fmt(kv * 100, 0) + " %")}</td>` +
           `<td>${bar(share, 1, "var(--share)", share == null ? "–" : fmt(share * 100, 0) + " %")}</td>` +
-          `<td class="num">${r.score == null ? "–" : fmt(r.score, 3)}</td><td>${health}</td></tr>`;
+          `<td class="num">${r.score == null ? "–" : fmt(r.score, 3)}</td><td>${state}</td><td>${health}</td></tr>`;
       }
       html += `</table>`;
     }

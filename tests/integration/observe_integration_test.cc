@@ -22,12 +22,11 @@
 #include <thread>
 #include <vector>
 
-#include "harness.h"
+#include "gateway_harness.h"
 
 namespace switchyard::testing {
 namespace {
 
-const Headers kJson = {{"Content-Type", "application/json"}};
 const std::string kChat =
     R"({"model":"llama2-7b","messages":[{"role":"user","content":"Say this is a test!"}],)"
     R"("max_tokens":8})";
@@ -188,15 +187,6 @@ class Gateway {
   std::vector<uint16_t> ports_;
 };
 
-template <typename Predicate>
-bool waitUntil(Predicate&& predicate, std::chrono::milliseconds timeout) {
-  const SteadyTime deadline = deadlineIn(timeout);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (predicate()) return true;
-    std::this_thread::sleep_for(20ms);  // polling interval, bounded by the deadline
-  }
-  return predicate();
-}
 
 // Runs a shell command; returns its exit status and stdout.
 std::pair<int, std::string> run(const std::string& command) {
