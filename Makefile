@@ -1,7 +1,7 @@
 # Front door. On a fresh Debian 12 machine `make demo` and `make test` are the only commands needed.
 JOBS ?= $(shell nproc)
 
-.PHONY: deps build build-debug test test-release test-debug tsan demo bench clean
+.PHONY: deps build build-debug test test-release test-debug tsan demo bench bench-hetero clean
 
 deps:
 	bash scripts/install-deps.sh
@@ -33,6 +33,11 @@ demo: build
 
 bench: build
 	bash bench/e2e/proxy_overhead.sh
+
+# Routing quality on a mixed fleet: longer runs, CSV and PNG in build/bench-hetero/.
+# HETERO_SECONDS, HETERO_SWEEP=1 and friends: see bench/e2e/hetero.sh.
+bench-hetero: build
+	bash bench/e2e/hetero.sh
 
 clean:
 	rm -rf build

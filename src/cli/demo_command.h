@@ -28,7 +28,7 @@ struct DemoOptions {
   double rate = 0;                    // requests/s; > 0 replaces `loads`
   double warmup_seconds = 3;          // load before measuring: the gateway learns capacity
   double seconds = 10;                // measured window per strategy and load
-  double capacity_seconds = 5;
+  double capacity_seconds = 8;
   int capacity_concurrency = 64;
   std::string mix;  // "name:weight:pmin-pmax:omin-omax,…"; empty: loadgen::defaultMix()
   double slo_tpot_ms = 50;

@@ -89,8 +89,9 @@ class Runner {
     if (spec_.rate > 0) {
       asio::co_spawn(io_, openLoop(), asio::detached);
     } else {
-      for (int c = 0; c < std::max(1, spec_.concurrency); ++c) {
-        asio::co_spawn(io_, closedLoopClient(), asio::detached);
+      const int clients = std::max(1, spec_.concurrency);
+      for (int c = 0; c < clients; ++c) {
+        asio::co_spawn(io_, closedLoopClient(spec_.ramp * c / clients), asio::detached);
       }
     }
     io_.run_for(std::chrono::nanoseconds(spec_.deadline));
@@ -120,7 +121,11 @@ class Runner {
     co_await send(index, stream);
   }
 
-  asio::awaitable<void> closedLoopClient() {
+  asio::awaitable<void> closedLoopClient(TimeNs delay) {
+    if (delay > 0) {
+      asio::steady_timer timer(io_, std::chrono::nanoseconds(delay));
+      co_await timer.async_wait(kTuple);
+    }
     std::unique_ptr<beast::tcp_stream> stream;
     while (next_index_ < report_.records.size()) {
       co_await send(next_index_++, stream);

@@ -49,6 +49,7 @@ struct LoadSpec {
   int requests = 100;
   double rate = 0;       // requests/s (open loop); 0: closed loop
   int concurrency = 8;   // closed loop only
+  TimeNs ramp = 0;       // closed loop: client k starts at k·ramp/concurrency (no lock-step burst)
   int max_tokens = 32;
   int prompt_words = 16;
   std::vector<RequestClass> mix;  // empty: every request has prompt_words and max_tokens
