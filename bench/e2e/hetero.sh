@@ -79,7 +79,7 @@ for load in $(awk -F, 'NR > 1 { print $1 }' "$csv" | sort -un); do
 set terminal pngcairo size 1200,500 noenhanced
 set output "$png"
 set datafile separator " "
-set key autotitle columnhead top left
+set key autotitle columnhead below
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.8 border -1
