@@ -1,7 +1,8 @@
 # Front door. On a fresh Debian 12 machine `make demo` and `make test` are the only commands needed.
 JOBS ?= $(shell nproc)
 
-.PHONY: deps build build-debug test test-release test-debug tsan demo bench bench-faults clean
+.PHONY: deps build build-debug test test-release test-debug tsan demo bench bench-faults \
+	bench-hetero clean
 
 deps:
 	bash scripts/install-deps.sh
@@ -36,6 +37,11 @@ bench: build
 
 bench-faults: build
 	bash bench/e2e/faults.sh
+
+# Routing quality on a mixed fleet: longer runs, CSV and PNG in build/bench-hetero/.
+# HETERO_SECONDS, HETERO_SWEEP=1 and friends: see bench/e2e/hetero.sh.
+bench-hetero: build
+	bash bench/e2e/hetero.sh
 
 clean:
 	rm -rf build

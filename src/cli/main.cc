@@ -82,14 +82,35 @@ int main(int argc, char** argv) {
   switchyard::cli::DemoOptions demo_options;
   CLI::App* demo =
       app.add_subcommand("demo", "Run an emulated heterogeneous fleet behind a gateway");
-  demo->add_option("--requests", demo_options.requests, "requests per strategy")
+  demo->add_option("--seconds", demo_options.seconds, "measured seconds per strategy and load")
       ->capture_default_str();
-  demo->add_option("--rate", demo_options.rate, "Poisson arrival rate, requests/s")
+  demo->add_option("--warmup", demo_options.warmup_seconds, "seconds of load before measuring")
       ->capture_default_str();
-  demo->add_option("--max-tokens", demo_options.max_tokens, "output tokens per request")
+  demo->add_option("--capacity-seconds", demo_options.capacity_seconds,
+                   "seconds to saturate one replica of each GPU type")
       ->capture_default_str();
-  demo->add_option("--gpus", demo_options.gpus, "emulated GPU types, one replica each");
-  demo->add_option("--strategies", demo_options.strategies, "routing strategies to compare");
+  demo->add_option("--capacity-concurrency", demo_options.capacity_concurrency,
+                   "closed-loop clients that saturate it")
+      ->capture_default_str();
+  demo->add_option("--loads", demo_options.loads,
+                   "offered loads as fractions of the measured fleet capacity, e.g. 0.3,0.5,0.7")
+      ->delimiter(',')
+      ->capture_default_str();
+  demo->add_option("--rate", demo_options.rate, "Poisson arrival rate, requests/s (replaces --loads)");
+  demo->add_option("--mix", demo_options.mix,
+                   "request mix name:weight:promptwords-min-max:outputtokens-min-max,... "
+                   "(default chat:0.8:20-120:64-192,summarise:0.2:400-800:16-48)");
+  demo->add_option("--slo-tpot-ms", demo_options.slo_tpot_ms, "goodput: TPOT limit per request")
+      ->capture_default_str();
+  demo->add_option("--slo-ttft-ms", demo_options.slo_ttft_ms,
+                   "goodput: TTFT limit per request (0: none)")
+      ->capture_default_str();
+  demo->add_option("--seed", demo_options.seed)->capture_default_str();
+  demo->add_option("--csv", demo_options.csv_path, "write one row per load x strategy x GPU type");
+  demo->add_option("--gpus", demo_options.gpus, "emulated GPU, one replica each")
+      ->delimiter(',');
+  demo->add_option("--strategies", demo_options.strategies, "routing strategies to compare")
+      ->delimiter(',');
 
   CLI11_PARSE(app, argc, argv);
   if (demo->parsed()) return switchyard::cli::runDemo(demo_options);

@@ -11,7 +11,10 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
+#include <memory>
 
 #include "api/usage_scanner.h"
 #include "core/rng.h"
@@ -29,16 +32,44 @@ const char* const kWords[] = {"routing", "gpu",    "replica", "token",  "latency
                               "stream",  "model",  "batch",   "queue",  "kernel",  "tensor",
                               "prefill", "decode", "gateway", "tenant"};
 
-std::string requestBody(const LoadSpec& spec, Rng& rng) {
+int uniformInt(Rng& rng, int lo, int hi) {
+  if (hi <= lo) return lo;
+  return lo + static_cast<int>(rng.below(static_cast<uint32_t>(hi - lo + 1)));
+}
+
+// Draws the record's shape from the mix (nothing is drawn without one, keeping the sequence of
+// earlier versions for a seed).
+void drawShape(const LoadSpec& spec, Rng& rng, RequestRecord& record) {
+  record.prompt_words = spec.prompt_words;
+  record.max_tokens = spec.max_tokens;
+  if (spec.mix.empty()) return;
+  double total = 0;
+  for (const RequestClass& c : spec.mix) total += std::max(0.0, c.weight);
+  double pick = rng.uniform01() * total;
+  size_t chosen = spec.mix.size() - 1;
+  for (size_t i = 0; i < spec.mix.size(); ++i) {
+    pick -= std::max(0.0, spec.mix[i].weight);
+    if (pick < 0) {
+      chosen = i;
+      break;
+    }
+  }
+  const RequestClass& c = spec.mix[chosen];
+  record.request_class = static_cast<int>(chosen);
+  record.prompt_words = uniformInt(rng, c.prompt_words_min, c.prompt_words_max);
+  record.max_tokens = uniformInt(rng, c.max_tokens_min, c.max_tokens_max);
+}
+
+std::string requestBody(const LoadSpec& spec, const RequestRecord& shape, Rng& rng) {
   std::string prompt;
-  for (int i = 0; i < spec.prompt_words; ++i) {
+  for (int i = 0; i < shape.prompt_words; ++i) {
     if (i) prompt.push_back(' ');
     prompt += kWords[rng.below(std::size(kWords))];
   }
   return fmt::format(
       R"({{"model":"{}","messages":[{{"role":"user","content":"{}"}}],"max_tokens":{},)"
       R"("stream":{}{}}})",
-      spec.model, prompt, spec.max_tokens, spec.stream ? "true" : "false",
+      spec.model, prompt, shape.max_tokens, spec.stream ? "true" : "false",
       spec.stream ? R"(,"stream_options":{"include_usage":true})" : "");
 }
 
@@ -47,7 +78,10 @@ class Runner {
   explicit Runner(const LoadSpec& spec) : spec_(spec), rng_(spec.seed), timer_(io_) {
     report_.records.resize(static_cast<size_t>(spec.requests));
     bodies_.reserve(report_.records.size());
-    for (size_t i = 0; i < report_.records.size(); ++i) bodies_.push_back(requestBody(spec, rng_));
+    for (RequestRecord& record : report_.records) {
+      drawShape(spec, rng_, record);
+      bodies_.push_back(requestBody(spec, record, rng_));
+    }
   }
 
   LoadReport run() {
@@ -55,8 +89,9 @@ class Runner {
     if (spec_.rate > 0) {
       asio::co_spawn(io_, openLoop(), asio::detached);
     } else {
-      for (int c = 0; c < std::max(1, spec_.concurrency); ++c) {
-        asio::co_spawn(io_, closedLoopClient(), asio::detached);
+      const int clients = std::max(1, spec_.concurrency);
+      for (int c = 0; c < clients; ++c) {
+        asio::co_spawn(io_, closedLoopClient(spec_.ramp * c / clients), asio::detached);
       }
     }
     io_.run_for(std::chrono::nanoseconds(spec_.deadline));
@@ -86,7 +121,11 @@ class Runner {
     co_await send(index, stream);
   }
 
-  asio::awaitable<void> closedLoopClient() {
+  asio::awaitable<void> closedLoopClient(TimeNs delay) {
+    if (delay > 0) {
+      asio::steady_timer timer(io_, std::chrono::nanoseconds(delay));
+      co_await timer.async_wait(kTuple);
+    }
     std::unique_ptr<beast::tcp_stream> stream;
     while (next_index_ < report_.records.size()) {
       co_await send(next_index_++, stream);
@@ -166,7 +205,153 @@ std::string millis(double ns) {
   return std::isnan(ns) ? std::string("-") : fmt::format("{:.1f}", ns / 1e6);
 }
 
+// One SLO limit in ms against a duration in ns; 0 disables the check.
+bool within(double limit_ms, double ns) { return limit_ms <= 0 || ns <= limit_ms * 1e6; }
+
 }  // namespace
+
+std::vector<RequestClass> defaultMix() {
+  return {{"chat", 0.8, 20, 120, 64, 192}, {"summarise", 0.2, 400, 800, 16, 48}};
+}
+
+std::optional<std::vector<RequestClass>> parseMix(const std::string& text) {
+  std::vector<RequestClass> mix;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    RequestClass c;
+    char name[64] = {};
+    int used = 0;
+    const std::string part = text.substr(start, end - start);
+    if (std::sscanf(part.c_str(), "%63[^:]:%lf:%d-%d:%d-%d%n", name, &c.weight,
+                    &c.prompt_words_min, &c.prompt_words_max, &c.max_tokens_min,
+                    &c.max_tokens_max, &used) != 6 ||
+        used != static_cast<int>(part.size()) || c.weight < 0 || c.prompt_words_min < 1 ||
+        c.prompt_words_max < c.prompt_words_min || c.max_tokens_min < 1 ||
+        c.max_tokens_max < c.max_tokens_min) {
+      return std::nullopt;
+    }
+    c.name = name;
+    mix.push_back(std::move(c));
+    start = end + 1;
+  }
+  if (mix.empty()) return std::nullopt;
+  return mix;
+}
+
+double tpotNs(const RequestRecord& r) {
+  if (r.status != 200 || !r.error.empty() || r.first_byte < 0 || r.done < 0 ||
+      r.output_tokens < 2) {
+    return std::nan("");
+  }
+  return static_cast<double>(r.done - r.first_byte) / static_cast<double>(r.output_tokens - 1);
+}
+
+bool meetsSlo(const RequestRecord& r, const Slo& slo) {
+  if (r.status != 200 || !r.error.empty() || r.done < 0) return false;
+  const double tpot = tpotNs(r);
+  // A one-token answer has no inter-token time: it meets any TPOT limit.
+  if (!std::isnan(tpot) && !within(slo.tpot_ms, tpot)) return false;
+  if (slo.ttft_ms > 0 && (r.first_byte < 0 || !within(slo.ttft_ms, double(r.first_byte)))) {
+    return false;
+  }
+  return within(slo.e2e_ms, static_cast<double>(r.done));
+}
+
+std::vector<GroupStats> summarize(const LoadReport& report,
+                                  const std::map<std::string, std::string>& labels,
+                                  const Slo& slo, TimeNs from, TimeNs to) {
+  struct Acc {
+    GroupStats stats;
+    std::vector<double> ttft, tpot, e2e;
+  };
+  std::map<std::string, Acc> groups;
+  Acc total;
+  total.stats.label = "total";
+  TimeNs last_sent = 0;
+  for (const RequestRecord& r : report.records) last_sent = std::max(last_sent, r.sent);
+  const TimeNs end = to > 0 ? to : last_sent + 1;
+  for (const RequestRecord& r : report.records) {
+    if (r.sent < from || r.sent >= end) continue;
+    std::string key = r.target_pod.empty() ? std::string("(none)") : r.target_pod;
+    if (auto it = labels.find(key); it != labels.end()) key = it->second;
+    Acc& group = groups[key];
+    group.stats.label = key;
+    for (Acc* acc : {&group, &total}) {
+      ++acc->stats.requests;
+      if (r.status != 200 || !r.error.empty() || r.done < 0) continue;
+      ++acc->stats.ok;
+      acc->stats.good += meetsSlo(r, slo);
+      acc->stats.output_tokens += r.output_tokens;
+      if (r.first_byte >= 0) acc->ttft.push_back(static_cast<double>(r.first_byte) / 1e6);
+      if (const double tpot = tpotNs(r); !std::isnan(tpot)) acc->tpot.push_back(tpot / 1e6);
+      acc->e2e.push_back(static_cast<double>(r.done) / 1e6);
+    }
+  }
+  const double seconds = static_cast<double>(end - from) / 1e9;
+  std::vector<GroupStats> out;
+  auto finish = [&](Acc& acc) {
+    GroupStats& s = acc.stats;
+    s.qps = seconds > 0 ? s.requests / seconds : 0;
+    s.share = total.stats.requests ? double(s.requests) / total.stats.requests : 0;
+    s.ttft_p50_ms = percentile(acc.ttft, 50);
+    s.ttft_p99_ms = percentile(acc.ttft, 99);
+    s.tpot_p50_ms = percentile(acc.tpot, 50);
+    s.tpot_p99_ms = percentile(acc.tpot, 99);
+    s.e2e_p50_ms = percentile(acc.e2e, 50);
+    s.e2e_p99_ms = percentile(acc.e2e, 99);
+    out.push_back(s);
+  };
+  for (auto& [key, acc] : groups) finish(acc);
+  finish(total);
+  return out;
+}
+
+std::optional<std::string> httpGet(const std::string& host, uint16_t port,
+                                   const std::string& path, TimeNs timeout) {
+  asio::io_context io;
+  beast::tcp_stream stream(io);
+  stream.expires_after(std::chrono::nanoseconds(timeout));
+  boost::system::error_code ec;
+  std::optional<std::string> result;
+  stream.async_connect(tcp::endpoint(asio::ip::make_address(host, ec), port),
+                       [&](boost::system::error_code connect_ec) {
+    if (connect_ec) return;
+    auto req = std::make_shared<http::request<http::empty_body>>(http::verb::get, path, 11);
+    req->set(http::field::host, host);
+    http::async_write(stream, *req, [&, req](boost::system::error_code write_ec, size_t) {
+      if (write_ec) return;
+      auto buffer = std::make_shared<beast::flat_buffer>();
+      auto res = std::make_shared<http::response<http::string_body>>();
+      http::async_read(stream, *buffer, *res,
+                       [&, buffer, res](boost::system::error_code read_ec, size_t) {
+        if (!read_ec && res->result_int() == 200) result = std::move(res->body());
+      });
+    });
+  });
+  if (ec) return std::nullopt;
+  io.run();
+  return result;
+}
+
+std::optional<double> metricSum(const std::string& text, const std::string& name) {
+  std::optional<double> sum;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t eol = text.find('\n', pos);
+    if (eol == std::string::npos) eol = text.size();
+    const std::string_view line(text.data() + pos, eol - pos);
+    pos = eol + 1;
+    if (!line.starts_with(name) || line.size() <= name.size()) continue;
+    const char next = line[name.size()];
+    if (next != '{' && next != ' ') continue;
+    const size_t space = line.rfind(' ');
+    const double value = std::strtod(std::string(line.substr(space + 1)).c_str(), nullptr);
+    sum = sum.value_or(0) + value;
+  }
+  return sum;
+}
 
 double percentile(std::vector<double>& values, double p) {
   if (values.empty()) return std::nan("");
