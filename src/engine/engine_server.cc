@@ -574,7 +574,17 @@ class Replica {
 
 class EngineHost::Impl {
  public:
-  explicit Impl(bool handle_signals) : signals_(ioc_), handle_signals_(handle_signals) {}
+  // Signals are taken over at once, before the caller announces the listening ports: a SIGTERM
+  // that arrives right after the announcement must stop the host cleanly, not kill it.
+  explicit Impl(bool handle_signals) : signals_(ioc_), handle_signals_(handle_signals) {
+    if (handle_signals_) {
+      signals_.add(SIGTERM);
+      signals_.add(SIGINT);
+      signals_.async_wait([this](const boost::system::error_code& ec, int) {
+        if (!ec) stopNow();
+      });
+    }
+  }
 
   std::string add(EngineServerOptions options, std::unique_ptr<EngineModel> model) {
     auto replica = std::make_unique<Replica>(ioc_, std::move(options), std::move(model));
@@ -584,13 +594,6 @@ class EngineHost::Impl {
   }
 
   void run() {
-    if (handle_signals_) {
-      signals_.add(SIGTERM);
-      signals_.add(SIGINT);
-      signals_.async_wait([this](const boost::system::error_code& ec, int) {
-        if (!ec) stopNow();
-      });
-    }
     for (auto& replica : replicas_) replica->start();
     ioc_.run();
   }

@@ -34,6 +34,10 @@ struct alignas(64) ReplicaCounters {
   std::atomic<int64_t> outcome_successes_total{0};
   std::atomic<int64_t> outcome_failures_total{0};
   std::atomic<int64_t> consecutive_failures{0};
+  // Speed per output token of successful responses (after the first byte for streams), for
+  // spotting a degraded replica among peers of the same GPU type.
+  std::atomic<int64_t> token_time_ns_total{0};
+  std::atomic<int64_t> timed_tokens_total{0};
 };
 
 // A replica's routing health (docs/operations.md). Written by the control thread's health
@@ -50,6 +54,7 @@ enum class HealthReason : uint8_t {
   kRequestFailures,  // repeated upstream failures, confirmed by a probe (or overwhelming)
   kProbeFailures,    // background probes failed
   kLoadOutlier,      // load far above the fleet's, relative to its capacity
+  kSlowOutlier,      // time per output token far above its same-GPU peers' (degraded GPU)
   kHalfOpenFailure,  // the trial request or probe after a backoff failed
 };
 

@@ -111,6 +111,10 @@ void parseHealth(const YAML::Node& node, health::HealthSettings& h) {
       h.outlier_min_requests = number(v, full, 0, 1e9);
     } else if (key == "outlier_exclusion_ms") {
       h.outlier_exclusion = millis(v, full);
+    } else if (key == "slow_factor") {
+      h.slow_factor = number(v, full, 1, 1e6);
+    } else if (key == "slow_min_tokens") {
+      h.slow_min_tokens = static_cast<int64_t>(number(v, full, 1, 1e9));
     } else if (key == "outlier_max_fraction") {
       h.outlier_max_fraction = number(v, full, 0, 1);
     } else {

@@ -644,6 +644,14 @@ void Worker::Impl::accountCompletion(fleet::ReplicaCounters& counters, unsigned 
   if (prompt > 0) counters.input_tokens_total.fetch_add(prompt, std::memory_order_relaxed);
   if (output > 0) {
     counters.output_tokens_total.fetch_add(output, std::memory_order_relaxed);
+    // Time per token: after the first byte for streams (decode only), whole latency otherwise.
+    const bool decode_only = event_stream && first_byte_at > started;
+    const int64_t timed = decode_only ? output - 1 : output;
+    if (timed > 0) {
+      counters.token_time_ns_total.fetch_add(finished - (decode_only ? first_byte_at : started),
+                                             std::memory_order_relaxed);
+      counters.timed_tokens_total.fetch_add(timed, std::memory_order_relaxed);
+    }
   } else {
     // Embeddings and other tokenless work: capacity is learned as inverse latency.
     counters.tokenless_requests_total.fetch_add(1, std::memory_order_relaxed);

@@ -32,6 +32,11 @@ struct HealthManager::Tracked {
   http::ControlHttpClient client;
   bool stopped = false;
   bool probing = false;
+  // Smoothed time per output token and how many tokens it rests on (slow-replica detection).
+  double token_time_ns = 0;
+  double timed_tokens = 0;
+  int64_t seen_token_time_ns = 0;
+  int64_t seen_timed_tokens = 0;
 };
 
 HealthManager::HealthManager(asio::io_context& io, const Clock& clock, HealthSettings settings)
@@ -158,11 +163,59 @@ void HealthManager::detectLoadOutliers(const fleet::ModelEntry& model, TimeNs no
   }
 }
 
+void HealthManager::detectSlowReplicas(const fleet::ModelEntry& model, TimeNs now) {
+  // Peers of the same GPU type should decode at about the same speed under the same traffic; a
+  // replica several times slower than their median is degraded, whatever its health path says.
+  std::map<std::string_view, std::vector<std::pair<double, Tracked*>>> by_gpu;
+  for (const auto& entry : model.replicas) {
+    auto it = tracked_.find(entry.state.get());
+    if (it == tracked_.end()) continue;
+    Tracked& t = *it->second;
+    if (t.timed_tokens < static_cast<double>(settings_.slow_min_tokens)) continue;
+    by_gpu[entry.gpu].emplace_back(t.token_time_ns, &t);
+  }
+  for (auto& [gpu, peers] : by_gpu) {
+    if (peers.size() < 3) continue;  // with two, which one is the odd one out is unknowable
+    std::vector<double> times;
+    for (const auto& [time, tracked] : peers) times.push_back(time);
+    std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+    const double median = times[times.size() / 2];
+    size_t excluded = 0;
+    for (const auto& entry : model.replicas) {
+      excluded += entry.state->health() == HealthState::kExcluded;
+    }
+    const size_t budget = static_cast<size_t>(settings_.outlier_max_fraction *
+                                              static_cast<double>(model.replicas.size()));
+    for (const auto& [time, tracked] : peers) {
+      if (excluded >= budget || median <= 0 || time <= settings_.slow_factor * median) continue;
+      const Transition t = tracked->health.onSlowOutlier(now);
+      if (t.changed) ++excluded;
+      apply(*tracked, t);
+    }
+  }
+}
+
 void HealthManager::tick() {
   if (!snapshot_) return;
   const TimeNs now = clock_.now();
   for (auto& [key, tracked] : tracked_) {
     const fleet::ReplicaCounters& c = tracked->replica->counters();
+    // Fold the tokens timed since the last tick into the smoothed time per token.
+    const int64_t ns = c.token_time_ns_total.load(std::memory_order_relaxed);
+    const int64_t tokens = c.timed_tokens_total.load(std::memory_order_relaxed);
+    if (tokens > tracked->seen_timed_tokens) {
+      const double batch = static_cast<double>(ns - tracked->seen_token_time_ns) /
+                           static_cast<double>(tokens - tracked->seen_timed_tokens);
+      const double weight = std::min(
+          1.0, static_cast<double>(tokens - tracked->seen_timed_tokens) /
+                   std::max(1.0, static_cast<double>(settings_.slow_min_tokens)));
+      tracked->token_time_ns = tracked->timed_tokens == 0
+                                   ? batch
+                                   : tracked->token_time_ns + weight * (batch - tracked->token_time_ns);
+      tracked->timed_tokens += static_cast<double>(tokens - tracked->seen_timed_tokens);
+    }
+    tracked->seen_token_time_ns = ns;
+    tracked->seen_timed_tokens = tokens;
     apply(*tracked, tracked->health.onTick(now));
     apply(*tracked, tracked->health.onOutcomes(
                         c.outcome_successes_total.load(std::memory_order_relaxed),
@@ -176,6 +229,7 @@ void HealthManager::tick() {
   }
   for (const fleet::ModelEntry& model : snapshot_->models) {
     detectLoadOutliers(model, now);
+    detectSlowReplicas(model, now);
     int routable = 0;
     for (const auto& entry : model.replicas) {
       routable += entry.state->health() != HealthState::kExcluded;

@@ -39,6 +39,7 @@ class HealthManager {
   void apply(Tracked& tracked, const Transition& t);
   void startProbing(const std::shared_ptr<Tracked>& tracked);
   void detectLoadOutliers(const fleet::ModelEntry& model, TimeNs now);
+  void detectSlowReplicas(const fleet::ModelEntry& model, TimeNs now);
 
   boost::asio::io_context& io_;
   const Clock& clock_;

@@ -29,6 +29,8 @@ const char* healthReasonName(HealthReason reason) {
       return "probe_failures";
     case HealthReason::kLoadOutlier:
       return "load_outlier";
+    case HealthReason::kSlowOutlier:
+      return "slow_outlier";
     case HealthReason::kHalfOpenFailure:
       return "half_open_failure";
   }
@@ -120,6 +122,12 @@ Transition ReplicaHealth::onProbe(bool ok, TimeNs now) {
 Transition ReplicaHealth::onLoadOutlier(TimeNs now) {
   if (state_ != HealthState::kHealthy) return {};
   return exclude(HealthReason::kLoadOutlier, now, false);
+}
+
+Transition ReplicaHealth::onSlowOutlier(TimeNs now) {
+  if (state_ != HealthState::kHealthy) return {};
+  // A slow replica still answers: exclude it briefly and let trial requests re-measure it.
+  return exclude(HealthReason::kSlowOutlier, now, false);
 }
 
 Transition ReplicaHealth::onTick(TimeNs now) {

@@ -34,6 +34,8 @@ struct HealthSettings {
   double outlier_min_requests = 8;  // ...and at least this many running + waiting requests
   TimeNs outlier_exclusion = 2 * kNsPerSec;
   double outlier_max_fraction = 0.34;  // never exclude more than this share of a model as outliers
+  double slow_factor = 3.0;  // time per token above this multiple of same-GPU peers' median
+  int64_t slow_min_tokens = 32;  // tokens timed (smoothed) before a replica can be judged slow
 };
 
 const char* healthStateName(fleet::HealthState state);
@@ -56,6 +58,7 @@ class ReplicaHealth {
                         int64_t consecutive_failures, TimeNs now);
   Transition onProbe(bool ok, TimeNs now);
   Transition onLoadOutlier(TimeNs now);
+  Transition onSlowOutlier(TimeNs now);
   // Moves an excluded replica to half-open when its backoff has passed.
   Transition onTick(TimeNs now);
 

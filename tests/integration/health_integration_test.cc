@@ -209,5 +209,58 @@ TEST_F(HealthTest, RateLimitScalesWithRoutableReplicas) {
   EXPECT_LE(one, 13);
 }
 
+TEST_F(HealthTest, DegradedGpuIsExcludedAmongItsPeersAndReturnsWhenHealed) {
+  for (int i = 0; i < 3; ++i) engines_.push_back(startEngine("A100"));  // peers of one GPU type
+  std::string settings = kFastHealth;
+  settings.replace(settings.find("half_open_successes: 2"), 22,
+                   "half_open_successes: 2, slow_min_tokens: 8");
+  startGateway("", settings);
+  setFaults(engines_[0]->port(), R"({"slowdown": 5})");
+  EXPECT_TRUE(waitUntil(
+      [&] {
+        EXPECT_EQ(chat(8).status, 200);
+        return health(0) == "excluded" &&
+               fleetField(gateway_->port(1), address(engines_[0]->port()), "health_reason") ==
+                   "slow_outlier";
+      },
+      15s))
+      << httpRequest(gateway_->port(1), "GET", "/debug/fleet").body;
+  setFaults(engines_[0]->port(), "{}");
+  EXPECT_TRUE(waitUntil(
+      [&] {
+        EXPECT_EQ(chat(8).status, 200);
+        return health(0) == "healthy";
+      },
+      15s))
+      << httpRequest(gateway_->port(1), "GET", "/debug/fleet").body;
+}
+
+TEST_F(HealthTest, FlappingReplicaNeverFailsAClient) {
+  startFleet(2);
+  startGateway();
+  for (int i = 0; i < 30; ++i) {
+    if (i % 3 == 0) {
+      setFaults(engines_[0]->port(),
+                i % 6 == 0 ? R"({"error_rate": 1, "error_status": 500})" : "{}");
+    }
+    const HttpResult r = chat();
+    ASSERT_EQ(r.status, 200) << i << " " << r.body;
+  }
+}
+
+TEST_F(HealthTest, MissingMetricsAreUnknownNotIdleAndRequestsGoOn) {
+  startFleet(2);
+  startGateway();
+  setFaults(engines_[0]->port(), R"({"metrics_missing": true})");
+  EXPECT_TRUE(waitUntil(
+      [&] {
+        return fleetField(gateway_->port(1), address(engines_[0]->port()), "signals")
+                   .find("\"fresh\":false") != std::string::npos;
+      },
+      5s));
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(chat().status, 200);
+  EXPECT_EQ(health(0), "healthy");  // telemetry loss alone is not ill health
+}
+
 }  // namespace
 }  // namespace switchyard::testing

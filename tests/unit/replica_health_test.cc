@@ -115,6 +115,15 @@ TEST_F(ReplicaHealthTest, BackoffDecaysAfterAStablePeriod) {
   EXPECT_EQ(health_.backoffLevel(), 0);
 }
 
+TEST_F(ReplicaHealthTest, SlowOutlierExclusionIsShortAndDoesNotEscalate) {
+  const Transition t = health_.onSlowOutlier(50);
+  EXPECT_EQ(t.to, HealthState::kExcluded);
+  EXPECT_EQ(t.reason, HealthReason::kSlowOutlier);
+  EXPECT_EQ(health_.excludedUntil(), 50 + settings_.outlier_exclusion);
+  EXPECT_EQ(health_.backoffLevel(), 0);
+  EXPECT_FALSE(health_.onSlowOutlier(60).changed);  // already out
+}
+
 TEST_F(ReplicaHealthTest, LoadOutlierExclusionIsShortAndDoesNotEscalate) {
   const Transition t = health_.onLoadOutlier(100);
   EXPECT_EQ(t.reason, HealthReason::kLoadOutlier);
