@@ -34,6 +34,9 @@ struct alignas(64) ReplicaCounters {
   std::atomic<int64_t> outcome_successes_total{0};
   std::atomic<int64_t> outcome_failures_total{0};
   std::atomic<int64_t> consecutive_failures{0};
+  // Health transitions (control thread): exclusions and returns to healthy.
+  std::atomic<int64_t> health_exclusions_total{0};
+  std::atomic<int64_t> health_recoveries_total{0};
   // Speed per output token of successful responses (after the first byte for streams), for
   // spotting a degraded replica among peers of the same GPU type.
   std::atomic<int64_t> token_time_ns_total{0};

@@ -82,8 +82,12 @@ void HealthManager::apply(Tracked& tracked, const Transition& t) {
   fleet::ReplicaState& replica = *tracked.replica;
   replica.storeHealth(t.to, t.reason);
   if (t.to == HealthState::kExcluded) {
+    replica.counters().health_exclusions_total.fetch_add(1, std::memory_order_relaxed);
     // A fresh run of failures is needed to judge the replica again after its backoff.
     replica.counters().consecutive_failures.store(0, std::memory_order_relaxed);
+  }
+  if (t.to == HealthState::kHealthy) {
+    replica.counters().health_recoveries_total.fetch_add(1, std::memory_order_relaxed);
   }
   std::string key = healthStateName(t.to);
   if (t.to != HealthState::kHealthy) key += std::string(":") + healthReasonName(t.reason);

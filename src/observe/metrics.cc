@@ -505,6 +505,26 @@ std::string MetricsRegistry::render(const fleet::FleetSnapshot& snapshot, TimeNs
     appendSample(out, "switchyard_model_load_imbalance", {{"model", model.name}},
                  loadImbalance(model));
   }
+  // Health transitions, counted by the health manager on the replica records.
+  static constexpr Gauge kHealthCounters[] = {
+      {"switchyard_replica_health_exclusions_total",
+       "Times the replica was taken out of rotation (any reason; see the log for which)."},
+      {"switchyard_replica_health_recoveries_total",
+       "Times the replica returned to healthy after an exclusion."},
+  };
+  for (size_t k = 0; k < std::size(kHealthCounters); ++k) {
+    appendHeader(out, kHealthCounters[k].name, "counter", kHealthCounters[k].help);
+    for (const fleet::ModelEntry& model : snapshot.models) {
+      for (const fleet::ReplicaEntry& replica : model.replicas) {
+        const fleet::ReplicaCounters& c = replica.state->counters();
+        appendSample(out, kHealthCounters[k].name,
+                     {{"model", model.name}, {"replica", replica.state->name()},
+                      {"gpu", replica.gpu}},
+                     static_cast<double>(k == 0 ? c.health_exclusions_total.load()
+                                                : c.health_recoveries_total.load()));
+      }
+    }
+  }
   appendHeader(out, "switchyard_model_routable_replicas", "gauge",
                "Replicas not excluded by health (the rate limit scales with it).");
   for (const fleet::ModelEntry& model : snapshot.models) {

@@ -69,6 +69,13 @@ TEST_F(HealthTest, FailingReplicaIsRetriedAroundExcludedAndRestoredAfterItHeals)
       << health(0);
   EXPECT_NE(fleetField(gateway_->port(1), address(engines_[0]->port()), "health_reason"),
             "none");
+  // The exclusion is counted for operators.
+  const std::string metrics = httpRequest(gateway_->port(1), "GET", "/metrics").body;
+  const std::string series = "switchyard_replica_health_exclusions_total{model=\"llama2-7b\","
+                             "replica=\"" + address(engines_[0]->port()) + "\"";
+  const size_t at = metrics.find(series);
+  ASSERT_NE(at, std::string::npos) << metrics;
+  EXPECT_GE(std::stod(metrics.substr(metrics.find("} ", at) + 2)), 1.0);
 
   setFaults(engines_[0]->port(), "{}");
   // Once healed, trial requests in half-open bring it back.
