@@ -83,6 +83,19 @@ class ReplicaState {
   ReplicaCounters& counters() { return counters_; }
   const ReplicaCounters& counters() const { return counters_; }
 
+  // Requests in flight on the replica across every live gateway: this gateway's own count plus
+  // the others' as last read from shared state (0 with one gateway). Routing and the in-flight
+  // filter read this, so each gateway sees the replica's global load.
+  int64_t globalRunning() const {
+    return counters_.running.load(std::memory_order_relaxed) +
+           remote_running_.load(std::memory_order_relaxed);
+  }
+  // Control thread (shared-state sync): the other live gateways' in-flight count.
+  void storeRemoteRunning(int64_t running) {
+    remote_running_.store(running, std::memory_order_relaxed);
+  }
+  int64_t remoteRunning() const { return remote_running_.load(std::memory_order_relaxed); }
+
   // Control thread: record the outcome of one telemetry scrape.
   void storeSignals(const EngineSignals& signals, TimeNs read_at);
   void markScrapeFailed(TimeNs at);
@@ -132,6 +145,8 @@ class ReplicaState {
   const uint16_t port_;
 
   ReplicaCounters counters_;
+
+  alignas(64) std::atomic<int64_t> remote_running_{0};
 
   alignas(64) std::atomic<double> engine_running_{EngineSignals::kUnknown};
   std::atomic<double> engine_waiting_{EngineSignals::kUnknown};

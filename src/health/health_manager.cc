@@ -141,7 +141,7 @@ void HealthManager::detectLoadOutliers(const fleet::ModelEntry& model, TimeNs no
   for (size_t i = 0; i < n; ++i) {
     const fleet::ReplicaState& r = *model.replicas[i].state;
     const fleet::EngineSignals s = r.signals(now, snapshot_->signal_max_age);
-    const double running = static_cast<double>(r.counters().running.load());
+    const double running = static_cast<double>(r.globalRunning());
     requests[i] = running + (s.hasWaiting() ? s.waiting : 0.0);
     const double c = r.capacity().decode;
     loads.emplace_back(requests[i] / (std::isfinite(c) && c > 0 ? c : mean_capacity), i);

@@ -203,7 +203,7 @@ double loadImbalance(const fleet::ModelEntry& model) {
     any_capacity |= std::isfinite(c) && c > 0;
   }
   for (const auto& r : model.replicas) {
-    const double running = static_cast<double>(r.state->counters().running.load());
+    const double running = static_cast<double>(r.state->globalRunning());
     const double c = r.state->capacity().decode;
     if (any_capacity) {
       if (std::isfinite(c) && c > 0) load.push_back(running / c);

@@ -82,7 +82,7 @@ Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& mo
     CandidateRow& row = scratch.rows[i];
     row = CandidateRow{i, Exclusion::kNone, 0};
     const fleet::ReplicaState& replica = *model.replicas[i].state;
-    const int64_t running = replica.counters().running.load(std::memory_order_relaxed);
+    const int64_t running = replica.globalRunning();
     if (std::find(request.tried.begin(), request.tried.end(), static_cast<int>(i)) !=
         request.tried.end()) {
       row.excluded = Exclusion::kFailedThisRequest;

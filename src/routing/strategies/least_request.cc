@@ -7,8 +7,7 @@ ScoreNote LeastRequestStrategy::score(const ScoringContext& context,
                                       std::span<double> scores, std::span<double>) const {
   for (size_t i = 0; i < candidate_indices.size(); ++i) {
     const auto& replica = context.model.replicas[candidate_indices[i]];
-    scores[i] = static_cast<double>(
-        replica.state->counters().running.load(std::memory_order_relaxed));
+    scores[i] = static_cast<double>(replica.state->globalRunning());
   }
   return {};
 }

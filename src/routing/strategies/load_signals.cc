@@ -20,7 +20,7 @@ CandidateAggregates gatherInputs(const ScoringContext& context,
     const fleet::EngineSignals s =
         replica.signals(context.now, context.snapshot.signal_max_age, nullptr, &fresh);
     const fleet::LearnedCapacity capacity = replica.capacity();
-    in.running = static_cast<double>(replica.counters().running.load(std::memory_order_relaxed));
+    in.running = static_cast<double>(replica.globalRunning());
     in.fresh = fresh;
     in.kv_usage = s.hasKvUsage() ? s.kv_usage : 0.0;
     in.cpu_kv_usage = s.hasCpuKvUsage() ? s.cpu_kv_usage : 0.0;

@@ -1,0 +1,197 @@
+// SharedState: the routing state several gateway instances must agree on.
+//
+// Two roles, two interfaces:
+//  - SharedStateClient: the request path. One instance per worker thread, used only from that
+//    worker's io_context. Every call completes within the client's deadline: when the backend is
+//    slow or unreachable the result says `degraded` and the caller decides locally. No call
+//    blocks a thread; calls issued together are pipelined.
+//  - SharedStateSync: the control plane. Publishes this gateway's heartbeat and per-replica
+//    counts, and reads every live gateway's, off the request path.
+//
+// Backends: memory (one gateway; also lets tests run several "gateways" in one process) and
+// Redis (src/state/redis/). Both satisfy the contract tests in tests/redis/.
+//
+// Keys are grouped per model with a hash tag ("sy:{model}:…"), so a Redis Cluster keeps all keys
+// one script touches on one shard.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/clock.h"
+
+namespace switchyard::state {
+
+// Counters each client and sync keeps for /metrics. Written by its own thread, read by the
+// metrics scrape on another: relaxed atomics.
+struct SharedStateStats {
+  // Upper bounds (ns) of the call latency histogram's buckets; the last bucket is +Inf.
+  static constexpr std::array<TimeNs, 9> kLatencyBounds = {
+      50'000, 100'000, 200'000, 500'000, 1'000'000, 2'000'000, 5'000'000, 10'000'000,
+      50'000'000};
+  std::atomic<int64_t> calls{0};
+  std::atomic<int64_t> degraded{0};    // calls answered `degraded` (timeout, disconnected, error)
+  std::atomic<int64_t> reconnects{0};  // successful connections after the first
+  std::atomic<int64_t> latency_ns_total{0};  // of answered calls
+  std::array<std::atomic<int64_t>, kLatencyBounds.size() + 1> latency_buckets{};
+  std::atomic<bool> connected{false};
+
+  void recordLatency(TimeNs ns) {
+    latency_ns_total.fetch_add(ns, std::memory_order_relaxed);
+    size_t b = 0;
+    while (b < kLatencyBounds.size() && ns > kLatencyBounds[b]) ++b;
+    latency_buckets[b].fetch_add(1, std::memory_order_relaxed);
+  }
+};
+
+// One admission on the chosen replica, checked and counted atomically across gateways.
+struct AdmitRequest {
+  std::string_view model;
+  std::string_view replica;
+  int64_t max_inflight = 0;      // per replica, across live gateways; 0: count only, no limit
+  double rate_per_second = 0;    // model-wide, across gateways; 0: no shared rate limit
+  double rate_burst = 1;         // requests the model-wide rate limit lets through at once
+};
+
+enum class AdmitVerdict : uint8_t {
+  kAdmitted,       // counted: call release() when the request ends
+  kInflightLimit,  // the replica is at its limit across gateways: nothing was counted
+  kRateLimited,    // the model-wide rate is exceeded: nothing was counted
+  kDegraded,       // the backend did not answer in time: decide locally; nothing is counted
+};
+
+struct AdmitResult {
+  AdmitVerdict verdict = AdmitVerdict::kDegraded;
+  int64_t inflight = 0;     // the replica's in-flight count across live gateways after the call
+  TimeNs retry_after = 0;   // kRateLimited: when a request would next be let through
+};
+
+// Where a session is pinned. `replica` empty: not pinned.
+struct SessionPin {
+  bool degraded = false;
+  std::string replica;
+};
+
+// Which replica owns a server-side resource (batch, file, background response).
+struct JobOwner {
+  bool degraded = false;
+  std::string model;    // empty: unknown id
+  std::string replica;
+};
+
+class SharedStateClient {
+ public:
+  virtual ~SharedStateClient() = default;
+
+  // True when the state is shared with other gateways (Redis); false for the memory backend,
+  // whose in-flight and rate admission the gateway's own atomics already decide.
+  virtual bool distributed() const = 0;
+
+  virtual boost::asio::awaitable<AdmitResult> admit(const AdmitRequest& request) = 0;
+  // Undoes one kAdmitted admission. Fire and forget: never waits.
+  virtual void release(std::string_view model, std::string_view replica) = 0;
+
+  // The session's pin, refreshing its sliding TTL.
+  virtual boost::asio::awaitable<SessionPin> lookupSession(std::string_view model,
+                                                           std::string_view session,
+                                                           TimeNs ttl) = 0;
+  // Pins the session to `replica` if it is unpinned or still pinned to `expected` (empty:
+  // expects unpinned), atomically; answers with the pin in force afterwards, which is another
+  // gateway's choice when it won the race.
+  virtual boost::asio::awaitable<SessionPin> pinSession(std::string_view model,
+                                                        std::string_view session,
+                                                        std::string_view expected,
+                                                        std::string_view replica,
+                                                        TimeNs ttl) = 0;
+
+  // Records which replica owns a resource id. Fire and forget.
+  virtual void recordJob(std::string_view job_id, std::string_view model,
+                         std::string_view replica, TimeNs ttl) = 0;
+  virtual boost::asio::awaitable<JobOwner> lookupJob(std::string_view job_id) = 0;
+
+  virtual const SharedStateStats& stats() const = 0;
+};
+
+// One replica as this gateway reports it. The token counters are cumulative since this gateway
+// started (the inputs of capacity learning, see fleet/capacity_estimator.h).
+struct ReplicaReport {
+  std::string model;
+  std::string replica;
+  int64_t running = 0;
+  bool publish_running = true;  // false when the request path keeps this count (in-flight limit)
+  int64_t output_tokens = 0;
+  int64_t prefill_tokens = 0;
+  int64_t prefill_ns = 0;
+  int64_t tokenless_requests = 0;
+  int64_t tokenless_latency_ns = 0;
+};
+
+// One replica as all gateways see it together.
+struct ReplicaGlobalView {
+  std::string model;
+  std::string replica;
+  int64_t others_running = 0;  // summed over the other *live* gateways
+  // Summed over every gateway that ever reported (cumulative; may drop when an idle gateway's
+  // entry expires, which the capacity estimator treats as a counter reset).
+  int64_t output_tokens = 0;
+  int64_t prefill_tokens = 0;
+  int64_t prefill_ns = 0;
+  int64_t tokenless_requests = 0;
+  int64_t tokenless_latency_ns = 0;
+  int live_gateways = 1;  // gateways with a current heartbeat for this model, this one included
+};
+
+class SharedStateSync {
+ public:
+  virtual ~SharedStateSync() = default;
+  virtual bool distributed() const = 0;
+
+  // Heartbeat (valid for `liveness_ttl`) and this gateway's counts, in one pipelined batch.
+  // False if the backend did not answer within the deadline.
+  virtual boost::asio::awaitable<bool> publish(std::span<const ReplicaReport> reports,
+                                               TimeNs liveness_ttl) = 0;
+  // Every live gateway's view of the given replicas (same order as `replicas`; model and
+  // replica names only are read from them). nullopt if the backend did not answer in time.
+  virtual boost::asio::awaitable<std::optional<std::vector<ReplicaGlobalView>>> read(
+      std::span<const ReplicaReport> replicas) = 0;
+
+  virtual const SharedStateStats& stats() const = 0;
+};
+
+struct SharedStateSettings {
+  enum class Backend : uint8_t { kMemory, kRedis };
+  Backend backend = Backend::kMemory;
+  std::string address = "127.0.0.1:6379";   // redis: host:port
+  std::string password;                      // redis AUTH, optional
+  int database = 0;                          // redis SELECT
+  TimeNs call_timeout = 5 * kNsPerMs;        // request-path calls (admit, sessions, jobs)
+  TimeNs sync_timeout = 200 * kNsPerMs;      // control-plane calls
+  TimeNs reconnect_min = 100 * kNsPerMs;     // reconnect backoff, doubling up to the max
+  TimeNs reconnect_max = 5 * kNsPerSec;
+  std::string key_prefix = "sy";
+};
+
+// A backend: hands out one client per worker and one sync for the control plane. The gateway
+// id tells this gateway's counts apart from the others'.
+class SharedStateBackend {
+ public:
+  virtual ~SharedStateBackend() = default;
+  virtual std::unique_ptr<SharedStateClient> makeClient(boost::asio::any_io_executor executor) = 0;
+  virtual std::unique_ptr<SharedStateSync> makeSync(boost::asio::any_io_executor executor) = 0;
+  virtual const std::string& gatewayId() const = 0;
+};
+
+// `gateway_id` empty: a random one. The memory backend ignores the address.
+std::shared_ptr<SharedStateBackend> makeBackend(const SharedStateSettings& settings,
+                                                std::string gateway_id = {});
+
+}  // namespace switchyard::state
