@@ -87,7 +87,10 @@ void rescaleRateLimit(const ModelEntry& model, int routable) {
   const double per_replica = model.limits.requests_per_second_per_replica;
   // At least one replica's worth: when health has excluded everything the gateway falls back to
   // all replicas, and the rate limit follows that fallback rather than closing the model.
-  const double rate = per_replica * std::max(1, routable);
+  // With several gateways each enforces its share locally (shared state decides the global
+  // rate while it answers; this share is the fallback when it does not).
+  const int gateways = std::max(1, model.runtime->live_gateways.load(std::memory_order_relaxed));
+  const double rate = per_replica * std::max(1, routable) / gateways;
   if (per_replica <= 0) {
     model.runtime->rate.configure(0, 0);
   } else if (std::abs(model.runtime->rate.rate() - rate) > 1e-9 * rate) {

@@ -37,7 +37,8 @@ struct ReplicaEntry {
 struct ModelRuntime {
   alignas(64) std::atomic<uint64_t> next{0};  // round-robin cursor
   alignas(64) std::atomic<int32_t> routable_replicas{0};  // not excluded by health
-  AtomicGcra rate;  // model-wide rate = per-replica RPS x routable replicas
+  AtomicGcra rate;  // this gateway's share: per-replica RPS x routable replicas / live gateways
+  std::atomic<int32_t> live_gateways{1};  // gateways sharing the model (shared-state sync)
 };
 
 // Per-model protection (docs/operations.md); 0 means unlimited.
@@ -61,6 +62,16 @@ struct ModelEntry {
   UpstreamTimeouts timeouts;
   std::vector<ReplicaEntry> replicas;
   std::shared_ptr<ModelRuntime> runtime;
+
+  // Index of the replica named `name` ("host:port"), -1 if none. Linear: used once per request
+  // that names a replica (a session's pin), never in the scoring loop.
+  int replicaIndex(std::string_view name) const {
+    if (name.empty()) return -1;
+    for (size_t i = 0; i < replicas.size(); ++i) {
+      if (replicas[i].state->name() == name) return static_cast<int>(i);
+    }
+    return -1;
+  }
 };
 
 struct StringHash {

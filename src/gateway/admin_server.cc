@@ -47,10 +47,13 @@ struct AdminServer::Impl {
       auto [ec, n] = co_await http::async_read(stream, buffer, req, kTuple);
       if (ec) break;
       const std::string_view target = req.target();
-      const std::string_view path = target.substr(0, target.find('?'));
+      const size_t question = target.find('?');
+      const std::string_view path = target.substr(0, question);
+      const std::string_view query =
+          question == std::string_view::npos ? std::string_view() : target.substr(question + 1);
       AdminResponse out;
       if (auto it = handlers.find(path); it != handlers.end()) {
-        out = it->second();
+        out = it->second(query);
       } else {
         out.status = 404;
         out.body = R"({"error":{"message":"no such admin endpoint","type":"invalid_request_error","param":null,"code":"not_found"}})";
@@ -69,6 +72,20 @@ struct AdminServer::Impl {
     stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
   }
 };
+
+std::optional<std::string_view> queryParam(std::string_view query, std::string_view name) {
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    const size_t eq = pair.find('=');
+    if (pair.substr(0, eq) == name) {
+      return eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1);
+    }
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  return std::nullopt;
+}
 
 AdminServer::AdminServer(asio::io_context& io, const tcp::endpoint& listen)
     : impl_(std::make_unique<Impl>(io, listen)) {}

@@ -8,7 +8,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace switchyard::gateway {
 
@@ -18,7 +20,11 @@ struct AdminResponse {
   std::string body;
 };
 
-using AdminHandler = std::function<AdminResponse()>;
+// `query` is the request target after '?', undecoded ("" when absent).
+using AdminHandler = std::function<AdminResponse(std::string_view query)>;
+
+// The value of `name` in a query string ("limit=5&x=1"), undecoded; nullopt when absent.
+std::optional<std::string_view> queryParam(std::string_view query, std::string_view name);
 
 class AdminServer {
  public:

@@ -9,6 +9,8 @@
 #include <set>
 #include <sstream>
 
+#include "gateway/config_values.h"
+#include "gateway/shared_state_config.h"
 #include "routing/strategy_spec.h"
 
 namespace switchyard::gateway {
@@ -34,29 +36,6 @@ void requireStrategy(const std::string& name, const std::string& key) {
     throw ConfigError(key + ": invalid routing strategy '" + name + "' at '" + std::string(bad) +
                       "' (known: " + known + "; blends look like a:2,b:1)");
   }
-}
-
-template <typename T>
-T scalar(const YAML::Node& node, const std::string& key) {
-  try {
-    return node.as<T>();
-  } catch (const YAML::Exception&) {
-    throw ConfigError(key + ": wrong type");
-  }
-}
-
-TimeNs millis(const YAML::Node& node, const std::string& key) {
-  const double ms = scalar<double>(node, key);
-  if (!(ms > 0)) throw ConfigError(key + ": must be a positive number of milliseconds");
-  return static_cast<TimeNs>(ms * kNsPerMs);
-}
-
-double number(const YAML::Node& node, const std::string& key, double lo, double hi) {
-  const double v = scalar<double>(node, key);
-  if (!(v >= lo && v <= hi)) {
-    throw ConfigError(fmt::format("{}: must be between {} and {}", key, lo, hi));
-  }
-  return v;
 }
 
 // Reads the keys present in `node` over `params` (absent keys keep their value).
@@ -333,7 +312,7 @@ GatewayConfig parseNode(const YAML::Node& root) {
   static const std::set<std::string> kKnown = {
       "listen",  "admin_listen", "workers", "routing", "telemetry", "limits",  "timeouts",
       "models",  "reload_poll_interval_ms", "health",  "retry",     "tracing", "logging",
-      "decisions"};
+      "decisions", "shared_state", "session_affinity", "async_jobs"};
   for (auto it = root.begin(); it != root.end(); ++it) {
     const std::string key = it->first.as<std::string>();
     if (!kKnown.count(key)) throw ConfigError(key + ": unknown key");
@@ -413,6 +392,11 @@ GatewayConfig parseNode(const YAML::Node& root) {
     }
   }
   parseObserve(root, config.observe);
+  if (const YAML::Node shared = root["shared_state"]) parseSharedState(shared, config.shared_state);
+  if (const YAML::Node sessions = root["session_affinity"]) {
+    parseSessionAffinity(sessions, config.session_affinity);
+  }
+  if (const YAML::Node jobs = root["async_jobs"]) parseAsyncJobs(jobs, config.async_jobs);
   const YAML::Node models = root["models"];
   if (models && !models.IsSequence()) throw ConfigError("models: must be a list");
   std::set<std::string> names;
@@ -473,6 +457,7 @@ void applyEnvironment(GatewayConfig& config) {
     }
     config.observe.tracing.sampling_ratio = ratio;
   }
+  applySharedStateEnvironment(config.shared_state);
 }
 
 }  // namespace switchyard::gateway

@@ -7,7 +7,9 @@
 // (AIBRIX_LOAD_BALANCE_QUEUED_WEIGHT, AIBRIX_LOAD_BALANCE_KV_PRESSURE_ALPHA,
 // AIBRIX_LOAD_BALANCE_KV_CRITICAL_FREE, AIBRIX_ROUTING_AUTO_BLEND_LOAD_BALANCE_WEIGHT) or with the
 // SWITCHYARD_ prefix instead of AIBRIX_ (which wins when both are set); tracing with
-// SWITCHYARD_OTLP_ENDPOINT and SWITCHYARD_TRACE_SAMPLING_RATIO. See docs/configuration.md.
+// SWITCHYARD_OTLP_ENDPOINT and SWITCHYARD_TRACE_SAMPLING_RATIO; shared state with
+// SWITCHYARD_SHARED_STATE_BACKEND, SWITCHYARD_REDIS_ADDRESS, REDIS_HOST, REDIS_PORT and
+// REDIS_PASSWORD. See docs/configuration.md.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +20,7 @@
 #include "core/clock.h"
 #include "fleet/fleet_registry.h"
 #include "health/replica_health.h"
+#include "gateway/shared_state_config.h"
 #include "observe/observe_config.h"
 
 namespace switchyard::gateway {
@@ -66,6 +69,9 @@ struct GatewayConfig {
   TimeoutsConfig timeouts;
   std::vector<fleet::ModelSpec> models;
   observe::ObserveConfig observe;  // `tracing:`, `logging:`, `decisions:` (docs/observability.md)
+  SharedStateConfig shared_state;  // several gateways: `shared_state:` (memory or redis)
+  SessionAffinityConfig session_affinity;
+  AsyncJobsConfig async_jobs;
 
   // Engine signals older than this are unknown (three scrape intervals).
   TimeNs signalMaxAge() const { return 3 * scrape_interval; }

@@ -5,6 +5,7 @@
 
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <charconv>
 #include <cstdio>
 #include <thread>
 
@@ -13,6 +14,8 @@
 #include "fleet/telemetry_scraper.h"
 #include "gateway/admin_server.h"
 #include "gateway/fleet_view.h"
+#include "gateway/shared_state_metrics.h"
+#include "gateway/shared_state_sync.h"
 #include "gateway/worker.h"
 #include "health/health_manager.h"
 #include "http/listener.h"
@@ -69,9 +72,12 @@ class ControlPlane {
     tcp::endpoint listen = http::resolveListenAddress(config_.listen);
     observe_ = std::make_unique<observe::Observability>(config_.observe,
                                                         static_cast<size_t>(worker_count));
+    shared_backend_ = state::makeBackend(config_.shared_state.settings);
+    state_sync_ = std::make_unique<GatewayStateSync>(io_, *shared_backend_, registry_,
+                                                     config_.shared_state);
     for (int i = 0; i < worker_count; ++i) {
-      workers_.push_back(
-          std::make_unique<Worker>(i, config_, registry_, listen, observe_->worker(i)));
+      workers_.push_back(std::make_unique<Worker>(i, config_, registry_, listen,
+                                                  observe_->worker(i), *shared_backend_));
       // Port 0 means "any": the first worker gets one, the others share it (SO_REUSEPORT).
       if (i == 0) listen.port(workers_[0]->port());
     }
@@ -84,6 +90,7 @@ class ControlPlane {
     scheduleReloadPoll();
     scheduleCapacityRefresh();
     scheduleHealthTick();
+    state_sync_->start();
 
     std::printf("listening %s:%u %s:%u\n", listen.address().to_string().c_str(), listen.port(),
                 listen.address().to_string().c_str(), admin_->port());
@@ -91,6 +98,10 @@ class ControlPlane {
     spdlog::info("gateway: {} workers on {}:{}, admin on port {}, {} models, {} replicas",
                  worker_count, listen.address().to_string(), listen.port(), admin_->port(),
                  config_.models.size(), replicaCount(config_));
+    if (state_sync_->distributed()) {
+      spdlog::info("gateway: shared state in redis at {} (gateway id {})",
+                   config_.shared_state.settings.address, shared_backend_->gatewayId());
+    }
 
     for (auto& worker : workers_) threads_.emplace_back([w = worker.get()] { w->run(); });
     io_.run();
@@ -102,30 +113,45 @@ class ControlPlane {
 
  private:
   void registerAdminEndpoints() {
-    admin_->handle("/healthz", [this] {
+    admin_->handle("/healthz", [this](std::string_view) {
       return AdminResponse{shutting_down_ ? 503u : 200u, "application/json",
                            shutting_down_ ? R"({"status":"draining"})" : R"({"status":"ok"})"};
     });
-    admin_->handle("/debug/fleet", [this] {
+    admin_->handle("/debug/fleet", [this](std::string_view) {
       const auto snapshot = registry_.latest();
       return AdminResponse{200, "application/json",
                            renderFleetJson(*snapshot, SteadyClock::instance().now())};
     });
-    admin_->handle("/metrics", [this] {
+    admin_->handle("/metrics", [this](std::string_view) {
       const auto snapshot = registry_.latest();
       const observe::ExporterStats exporter = observe_->exporterStats();
       observe::ControlPlaneStats stats{scraper_.scrapesTotal(), scraper_.scrapeFailuresTotal(),
                                        exporter.exported,       exporter.dropped,
                                        exporter.failures,       snapshot->version};
-      return AdminResponse{
-          200, "text/plain; version=0.0.4; charset=utf-8",
-          observe_->metrics().render(*snapshot, SteadyClock::instance().now(), stats)};
+      std::string text =
+          observe_->metrics().render(*snapshot, SteadyClock::instance().now(), stats);
+      std::vector<const state::SharedStateStats*> clients;
+      for (const auto& worker : workers_) clients.push_back(&worker->sharedStateStats());
+      appendSharedStateMetrics(text, state_sync_->distributed() ? "redis" : "memory", clients,
+                               *state_sync_, *snapshot);
+      return AdminResponse{200, "text/plain; version=0.0.4; charset=utf-8", std::move(text)};
     });
-    admin_->handle("/debug/decisions", [this] {
-      return AdminResponse{200, "application/json",
-                           observe_->recentDecisionsJson(config_.observe.decision_log_size)};
+    admin_->handle("/debug/decisions", [this](std::string_view query) {
+      // ?limit=N: the newest N (at most the ring's size); a bad value is a clear 400.
+      size_t limit = config_.observe.decision_log_size;
+      if (const auto text = queryParam(query, "limit")) {
+        size_t parsed = 0;
+        const auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), parsed);
+        if (ec != std::errc() || end != text->data() + text->size() || parsed == 0) {
+          return AdminResponse{
+              400, "application/json",
+              R"({"error":{"message":"limit must be a positive integer","type":"invalid_request_error","param":"limit","code":null}})"};
+        }
+        limit = std::min(limit, parsed);
+      }
+      return AdminResponse{200, "application/json", observe_->recentDecisionsJson(limit)};
     });
-    admin_->handle("/dashboard", [] {
+    admin_->handle("/dashboard", [](std::string_view) {
       return AdminResponse{200, "text/html; charset=utf-8", std::string(observe::dashboardHtml())};
     });
   }
@@ -223,6 +249,7 @@ class ControlPlane {
       if (inflight > 0) spdlog::warn("gateway: grace period over, {} requests cut", inflight);
       scraper_.stopAll();
       health_.stopAll();
+      state_sync_->stop();
       observe_->stopExporter();
       admin_->stop();
       signals_.cancel();
@@ -249,6 +276,8 @@ class ControlPlane {
   asio::steady_timer shutdown_timer_;
   std::unique_ptr<AdminServer> admin_;
   std::unique_ptr<observe::Observability> observe_;  // declared before workers_: outlives them
+  std::shared_ptr<state::SharedStateBackend> shared_backend_;  // outlives workers' clients
+  std::unique_ptr<GatewayStateSync> state_sync_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<std::thread> threads_;
   FileStamp stamp_;

@@ -25,6 +25,8 @@
 #include "api/request_inspector.h"
 #include "admission/retry_budget.h"
 #include "api/usage_scanner.h"
+#include "gateway/async_jobs.h"
+#include "gateway/session_cache.h"
 #include "gateway/upstream_pool.h"
 #include "http/listener.h"
 #include "routing/router.h"
@@ -43,6 +45,9 @@ constexpr size_t kPieceSize = 32 * 1024;
 constexpr uint64_t kUpstreamBodyLimit = uint64_t{4} << 30;
 constexpr int kMaxAttempts = 10;        // upper bound of retry.max_attempts
 constexpr int kMaxAdmissionRaces = 8;   // re-picks after losing an in-flight admission race
+constexpr size_t kSessionCacheEntries = 65536;  // per worker
+constexpr TimeNs kSessionCacheFresh = 5 * kNsPerSec;
+constexpr size_t kJobIdScanBytes = 8 * 1024;  // a creation response names its id up front
 
 std::chrono::nanoseconds asDuration(TimeNs ns) { return std::chrono::nanoseconds(ns); }
 
@@ -94,13 +99,38 @@ struct ClientConnection {
   std::unique_ptr<char[]> piece{new char[kPieceSize]};
   char generated_id[17] = {};
   observe::RequestRecord observed;  // metrics, decision record, spans, access log
+  std::string session_pin;  // the replica the request's session is pinned to ("" if none)
+  // Async jobs: scan the response for the id of the resource it created.
+  bool capture_job_id = false;
+  size_t job_id_scanned = 0;
+  std::string job_id;
+};
+
+// Upstream responses a forward() treats specially.
+enum class ForwardMode {
+  kNormal,
+  kFindOwner,  // looking for a resource's owner: a 404 means "not here", try the next replica
+};
+
+// Requests admitted in shared state are released when their attempt ends, however it ends.
+struct SharedAdmission {
+  state::SharedStateClient* client = nullptr;
+  std::string_view model;
+  std::string_view replica;
+  SharedAdmission() = default;
+  SharedAdmission(const SharedAdmission&) = delete;
+  SharedAdmission& operator=(const SharedAdmission&) = delete;
+  ~SharedAdmission() {
+    if (client != nullptr) client->release(model, replica);
+  }
 };
 
 }  // namespace
 
 struct Worker::Impl {
   Impl(int index_in, const GatewayConfig& config_in, const fleet::FleetRegistry& registry,
-       const tcp::endpoint& listen, observe::WorkerObserver& observer_in)
+       const tcp::endpoint& listen, observe::WorkerObserver& observer_in,
+       state::SharedStateBackend& shared_state)
       : index(index_in),
         config(config_in),
         io(1),
@@ -111,7 +141,9 @@ struct Worker::Impl {
         rng(0x5EED0000u + static_cast<uint64_t>(index_in) * 7919u +
             static_cast<uint64_t>(SteadyClock::instance().now())),
         sweep_timer(io),
-        observer(observer_in) {
+        observer(observer_in),
+        shared(shared_state.makeClient(io.get_executor())),
+        sessions(kSessionCacheEntries, kSessionCacheFresh) {
     observer.setExecutor([this](std::function<void()> job) { asio::post(io, std::move(job)); });
   }
 
@@ -129,6 +161,9 @@ struct Worker::Impl {
   std::atomic<int64_t> inflight{0};
   std::atomic<bool> stopping{false};
   observe::WorkerObserver& observer;
+  std::unique_ptr<state::SharedStateClient> shared;
+  SessionCache sessions;
+  bool shared_degraded = false;  // the last shared-state call degraded (logged once per episode)
 
   TimeNs now() const { return SteadyClock::instance().now(); }
 
@@ -137,14 +172,20 @@ struct Worker::Impl {
   asio::awaitable<void> serve(tcp::socket socket);
   asio::awaitable<bool> handle(ClientConnection& conn, http::request<http::string_body>& req);
   asio::awaitable<bool> proxy(ClientConnection& conn, http::request<http::string_body>& req,
-                              bool keep_alive);
+                              bool keep_alive, JobPath job);
+  asio::awaitable<bool> proxyToOwner(ClientConnection& conn,
+                                     http::request<http::string_body>& req, bool keep_alive,
+                                     JobPath job);
+  const fleet::ModelEntry* defaultJobModel(const fleet::FleetSnapshot& snapshot) const;
+  void noteSharedState(bool degraded);
   asio::awaitable<ForwardResult> forward(ClientConnection& conn,
                                          http::request<http::string_body>& req,
                                          const std::shared_ptr<fleet::ReplicaState>& replica,
                                          const fleet::ModelEntry& model,
                                          std::string_view strategy, std::string_view request_id,
                                          bool generated_id, int64_t prompt_estimate,
-                                         bool keep_alive, bool may_retry);
+                                         bool keep_alive, bool may_retry,
+                                         ForwardMode mode = ForwardMode::kNormal);
   asio::awaitable<bool> sendError(ClientConnection& conn, unsigned status,
                                   std::string_view message, std::string_view type,
                                   std::string_view code, std::string_view param,
@@ -259,7 +300,16 @@ asio::awaitable<bool> Worker::Impl::handle(ClientConnection& conn,
                                    "invalid_request_error", "method_not_allowed", "", "",
                                    keep_alive);
     }
-    co_return co_await proxy(conn, req, keep_alive);
+    co_return co_await proxy(conn, req, keep_alive, {});
+  }
+  if (const JobPath job = config.async_jobs.enabled
+                              ? classifyJobPath(path, req.method() == http::verb::post)
+                              : JobPath{};
+      job.kind != JobRequest::kNone) {
+    if (job.kind == JobRequest::kFollowUp) {
+      co_return co_await proxyToOwner(conn, req, keep_alive, job);
+    }
+    co_return co_await proxy(conn, req, keep_alive, job);
   }
   if (path == "/v1/models") {
     if (req.method() != http::verb::get) {
@@ -285,7 +335,7 @@ asio::awaitable<bool> Worker::Impl::handle(ClientConnection& conn,
 
 asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn,
                                           http::request<http::string_body>& req,
-                                          bool keep_alive) {
+                                          bool keep_alive, JobPath job) {
   // Request id: the client's, or a fresh one that is also sent upstream.
   std::string_view request_id = req["x-request-id"];
   const bool generated_id = request_id.empty();
@@ -304,19 +354,36 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn,
   api::InspectedRequest info;
   const api::InspectError inspect_error =
       inspector.inspect(body.data(), body.size(), body.capacity(), info);
-  if (inspect_error != api::InspectError::kNone) {
-    co_return co_await sendError(conn, 400, inspector.errorMessage(), "invalid_request_error",
-                                 "", inspect_error == api::InspectError::kMissingModel ? "model"
-                                                                                       : "",
-                                 request_id, keep_alive);
-  }
-
   const std::shared_ptr<const fleet::FleetSnapshot> snapshot = snapshots.get();
-  const fleet::ModelEntry* model = snapshot ? snapshot->findModel(info.model) : nullptr;
-  if (model == nullptr) {
-    co_return co_await sendError(
-        conn, 404, "The model `" + std::string(info.model) + "` does not exist.",
-        "invalid_request_error", "model_not_found", "model", request_id, keep_alive);
+  const fleet::ModelEntry* model = nullptr;
+  if (inspect_error != api::InspectError::kNone) {
+    // Async-job endpoints need not carry a JSON body naming a model (file uploads are
+    // multipart, listings have no body): they go to the default job model.
+    const bool job_without_model =
+        job.kind != JobRequest::kNone && (inspect_error == api::InspectError::kMissingModel ||
+                                          inspect_error == api::InspectError::kMalformedJson);
+    if (!job_without_model) {
+      co_return co_await sendError(conn, 400, inspector.errorMessage(), "invalid_request_error",
+                                   "", inspect_error == api::InspectError::kMissingModel
+                                           ? "model"
+                                           : "",
+                                   request_id, keep_alive);
+    }
+    model = snapshot ? defaultJobModel(*snapshot) : nullptr;
+    if (model == nullptr) {
+      co_return co_await sendError(
+          conn, 400,
+          "this request names no model and no default is configured "
+          "(async_jobs.default_model)",
+          "invalid_request_error", "model_required", "model", request_id, keep_alive);
+    }
+  } else {
+    model = snapshot ? snapshot->findModel(info.model) : nullptr;
+    if (model == nullptr) {
+      co_return co_await sendError(
+          conn, 404, "The model `" + std::string(info.model) + "` does not exist.",
+          "invalid_request_error", "model_not_found", "model", request_id, keep_alive);
+    }
   }
 
   std::string_view strategy_text = req["routing-strategy"];
@@ -335,8 +402,14 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn,
 
   observer.onModel(conn.observed, *snapshot, *model, spec.text);
 
+  // Limits shared across gateways are checked together after routing, in one round trip to the
+  // shared state; a single gateway (or shared state that does not answer) decides locally.
+  const int64_t limit = model->limits.max_inflight_per_replica;
+  const double per_replica_rate = model->limits.requests_per_second_per_replica;
+  const bool shared_limits = shared->distributed() && (limit > 0 || per_replica_rate > 0);
+
   // Model-wide rate limit: per-replica RPS x routable replicas, shared by all workers.
-  if (model->limits.requests_per_second_per_replica > 0) {
+  if (per_replica_rate > 0 && !shared_limits) {
     const TimeNs wait = model->runtime->rate.tryAcquire(now());
     if (wait > 0) {
       observer.countRejected(observe::LimitKind::kModelRate);
@@ -353,6 +426,26 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn,
   routing::RouteRequest route_request{&spec, now(), {}, {}};
   route_request.shape.prompt_tokens = static_cast<double>(prompt_estimate);
   route_request.shape.max_tokens = static_cast<double>(info.max_tokens);
+
+  // Session affinity: the session's pinned replica is kept while it passes the filters.
+  const std::string_view session =
+      config.session_affinity.enabled ? std::string_view(req[config.session_affinity.header])
+                                      : std::string_view();
+  conn.session_pin.clear();
+  if (!session.empty()) {
+    const std::string_view cached = sessions.find(model->name, session, route_request.now);
+    if (!cached.empty()) {
+      conn.session_pin.assign(cached);
+    } else {
+      const state::SessionPin pin =
+          co_await shared->lookupSession(model->name, session, config.session_affinity.ttl);
+      noteSharedState(pin.degraded);
+      conn.session_pin = pin.replica;
+      if (!pin.replica.empty()) sessions.store(model->name, session, pin.replica, now());
+    }
+    route_request.preferred = model->replicaIndex(conn.session_pin);
+  }
+
   retry_budget.onRequest(route_request.now);
   const int max_attempts = std::min(config.retry.max_attempts, kMaxAttempts);
   int attempts = 0;
@@ -369,19 +462,77 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn,
       break;
     }
     const std::shared_ptr<fleet::ReplicaState>& replica = model->replicas[decision.chosen].state;
+
+    if (!session.empty() && !decision.affinity) {
+      // First request of the session, or its replica is gone: pin (or re-pin) atomically. If
+      // another gateway pinned it first, its choice wins and this request follows it.
+      const state::SessionPin pin = co_await shared->pinSession(
+          model->name, session, conn.session_pin, replica->name(), config.session_affinity.ttl);
+      noteSharedState(pin.degraded);
+      const std::string& winner = pin.degraded || pin.replica.empty() ? replica->name()
+                                                                       : pin.replica;
+      sessions.store(model->name, session, winner, now());
+      conn.session_pin = winner;
+      const int winner_index = model->replicaIndex(winner);
+      if (winner != replica->name() && winner_index >= 0 &&
+          ++admission_races <= kMaxAdmissionRaces) {
+        route_request.preferred = winner_index;
+        continue;
+      }
+    }
+
     // Check-and-admit: the filter saw the replica under its limit, but another worker may have
     // admitted a request since. The increment is the admission; undo it and pick again if it
-    // overshot.
+    // overshot. Other gateways' requests count too (as last read from shared state).
     fleet::ReplicaCounters& counters = replica->counters();
     const int64_t before = counters.running.fetch_add(1, std::memory_order_relaxed);
-    const int64_t limit = model->limits.max_inflight_per_replica;
-    if (limit > 0 && before >= limit) {
+    bool lost_race = limit > 0 && before + replica->remoteRunning() >= limit;
+    SharedAdmission shared_admission;
+    if (!lost_race && shared_limits) {
+      const double model_rate =
+          per_replica_rate *
+          std::max(1, model->runtime->routable_replicas.load(std::memory_order_relaxed));
+      const state::AdmitResult admitted = co_await shared->admit(
+          {model->name, replica->name(), limit, model_rate, std::max(1.0, model_rate)});
+      noteSharedState(admitted.verdict == state::AdmitVerdict::kDegraded);
+      switch (admitted.verdict) {
+        case state::AdmitVerdict::kAdmitted:
+          shared_admission.client = shared.get();
+          shared_admission.model = model->name;
+          shared_admission.replica = replica->name();
+          break;
+        case state::AdmitVerdict::kInflightLimit:
+          lost_race = true;
+          break;
+        case state::AdmitVerdict::kRateLimited:
+          counters.running.fetch_sub(1, std::memory_order_relaxed);
+          observer.countRejected(observe::LimitKind::kModelRate);
+          co_return co_await sendRejection(conn, "model_rate_limit_exceeded",
+                                           "the model's request rate limit is exceeded",
+                                           admitted.retry_after, request_id, keep_alive);
+        case state::AdmitVerdict::kDegraded:
+          // Local decisions: the in-flight check above used the last global view; the rate
+          // limit falls back to this gateway's share of the model-wide rate.
+          if (per_replica_rate > 0) {
+            if (const TimeNs wait = model->runtime->rate.tryAcquire(now()); wait > 0) {
+              counters.running.fetch_sub(1, std::memory_order_relaxed);
+              observer.countRejected(observe::LimitKind::kModelRate);
+              co_return co_await sendRejection(conn, "model_rate_limit_exceeded",
+                                               "the model's request rate limit is exceeded",
+                                               wait, request_id, keep_alive);
+            }
+          }
+          break;
+      }
+    }
+    if (lost_race) {
       counters.running.fetch_sub(1, std::memory_order_relaxed);
       if (++admission_races > kMaxAdmissionRaces) {
         saturated = true;
         break;
       }
       tried[tried_count++] = decision.chosen;
+      route_request.preferred = -1;
       continue;
     }
     ++attempts;
@@ -390,13 +541,20 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn,
     const bool may_retry = attempts < max_attempts &&
                            tried_count + 1 < model->replicas.size() &&
                            retry_budget.canSpend(now());
+    conn.capture_job_id = job.kind == JobRequest::kCreate;
+    conn.job_id_scanned = 0;
+    conn.job_id.clear();
     const ForwardResult result =
         co_await forward(conn, req, replica, *model, spec.text, request_id, generated_id,
                          prompt_estimate, keep_alive, may_retry);
+    if (!conn.job_id.empty()) {
+      shared->recordJob(conn.job_id, model->name, replica->name(), config.async_jobs.ttl);
+    }
     if (result == ForwardResult::kDone) co_return keep_alive;
     if (result == ForwardResult::kAborted) co_return false;
     // Nothing reached the client yet: try another replica if the retry budget allows.
     tried[tried_count++] = decision.chosen;
+    route_request.preferred = -1;
     route_request.now = now();
     if (!may_retry || !retry_budget.trySpend(route_request.now)) break;
   }
@@ -413,6 +571,80 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn,
   co_return co_await sendError(conn, 502, "the model's replicas could not be reached",
                                "server_error", "upstream_unavailable", "", request_id,
                                keep_alive);
+}
+
+const fleet::ModelEntry* Worker::Impl::defaultJobModel(const fleet::FleetSnapshot& snapshot) const {
+  if (!config.async_jobs.default_model.empty()) {
+    return snapshot.findModel(config.async_jobs.default_model);
+  }
+  return snapshot.models.size() == 1 ? &snapshot.models[0] : nullptr;
+}
+
+asio::awaitable<bool> Worker::Impl::proxyToOwner(ClientConnection& conn,
+                                                 http::request<http::string_body>& req,
+                                                 bool keep_alive, JobPath job) {
+  std::string_view request_id = req["x-request-id"];
+  const bool generated_id = request_id.empty();
+  if (generated_id) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    uint64_t bits = rng.next();
+    for (int i = 0; i < 16; ++i) conn.generated_id[i] = kHex[(bits >> (i * 4)) & 0xF];
+    request_id = std::string_view(conn.generated_id, 16);
+  }
+  observe::RequestScope observed(observer, conn.observed, now(), request_id, req["traceparent"],
+                                 req["x-switchyard-explain"]);
+  const std::shared_ptr<const fleet::FleetSnapshot> snapshot = snapshots.get();
+  const state::JobOwner owner = co_await shared->lookupJob(job.id);
+  noteSharedState(owner.degraded);
+
+  // The recorded owner first. If the owner is unknown (shared state unreachable, or the record
+  // expired) every replica is asked in turn; only the owner answers other than 404, and it is
+  // recorded again.
+  const fleet::ModelEntry* owner_model = snapshot ? snapshot->findModel(owner.model) : nullptr;
+  const int owner_index = owner_model ? owner_model->replicaIndex(owner.replica) : -1;
+  if (snapshot == nullptr) {
+    co_return co_await sendError(conn, 503, "no replica serves this model", "server_error",
+                                 "no_replica", "", request_id, keep_alive);
+  }
+  const bool search = owner_index < 0;
+  for (size_t m = 0; m < snapshot->models.size(); ++m) {
+    const fleet::ModelEntry& model = search ? snapshot->models[m] : *owner_model;
+    observer.onModel(conn.observed, *snapshot, model, "async-job");
+    const size_t count = search ? model.replicas.size() : 1;
+    for (size_t i = 0; i < count; ++i) {
+      const auto& replica = model.replicas[search ? i : static_cast<size_t>(owner_index)].state;
+      replica->counters().running.fetch_add(1, std::memory_order_relaxed);  // forward releases
+      const ForwardResult result =
+          co_await forward(conn, req, replica, model, "async-job", request_id, generated_id, 0,
+                           keep_alive, /*may_retry=*/false,
+                           search ? ForwardMode::kFindOwner : ForwardMode::kNormal);
+      if (result == ForwardResult::kDone) {
+        if (search) shared->recordJob(job.id, model.name, replica->name(), config.async_jobs.ttl);
+        co_return keep_alive;
+      }
+      if (result == ForwardResult::kAborted) co_return false;
+    }
+    if (!search) break;
+  }
+  if (!search) {
+    co_return co_await sendError(conn, 502,
+                                 "the replica that owns " + std::string(job.id) +
+                                     " could not be reached",
+                                 "server_error", "owner_unavailable", "", request_id, keep_alive);
+  }
+  co_return co_await sendError(
+      conn, 404, "No " + std::string(job.collection) + " resource with id " + std::string(job.id),
+      "invalid_request_error", "not_found", "", request_id, keep_alive);
+}
+
+void Worker::Impl::noteSharedState(bool degraded) {
+  if (degraded == shared_degraded) return;
+  shared_degraded = degraded;
+  if (degraded) {
+    spdlog::warn("worker {}: shared state is not answering; deciding locally", index);
+  } else {
+    spdlog::info("worker {}: shared state answers again", index);
+  }
 }
 
 asio::awaitable<bool> Worker::Impl::sendRejection(ClientConnection& conn, std::string_view code,
@@ -457,7 +689,7 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
     ClientConnection& conn, http::request<http::string_body>& req,
     const std::shared_ptr<fleet::ReplicaState>& replica, const fleet::ModelEntry& model,
     std::string_view strategy, std::string_view request_id, bool generated_id,
-    int64_t prompt_estimate, bool keep_alive, bool may_retry) {
+    int64_t prompt_estimate, bool keep_alive, bool may_retry, ForwardMode mode) {
   const TimeNs started = now();
   TimeNs first_byte_at = -1;
   fleet::ReplicaCounters& counters = replica->counters();
@@ -538,8 +770,14 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
       co_return ForwardResult::kFailedBeforeSending;
     }
   }
+  if (mode == ForwardMode::kFindOwner && status == 404) {
+    // Not this replica's resource. The unread body stays on the connection: drop it.
+    replica->recordSuccess();
+    co_return ForwardResult::kFailedBeforeSending;
+  }
   const boost::optional<uint64_t> content_length = parser->content_length();
   const bool chunk_to_client = !content_length.has_value();
+  const bool capture_job_id = conn.capture_job_id && status >= 200 && status < 300;
 
   head.clear();
   appendStatusLine(head, status);
@@ -593,6 +831,10 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
     if (got > 0) {
       if (first_byte_at < 0) first_byte_at = now();
       scanner.feed(std::string_view(conn.piece.get(), got));
+      if (capture_job_id && conn.job_id.empty() && conn.job_id_scanned < kJobIdScanBytes) {
+        conn.job_id_scanned += got;
+        conn.job_id.assign(findResourceId(std::string_view(conn.piece.get(), got)));
+      }
     }
 
     std::array<asio::const_buffer, 5> out;
@@ -697,8 +939,9 @@ asio::awaitable<bool> Worker::Impl::sendError(ClientConnection& conn, unsigned s
 }
 
 Worker::Worker(int index, const GatewayConfig& config, const fleet::FleetRegistry& registry,
-               const tcp::endpoint& listen, observe::WorkerObserver& observer)
-    : impl_(std::make_unique<Impl>(index, config, registry, listen, observer)) {}
+               const tcp::endpoint& listen, observe::WorkerObserver& observer,
+               state::SharedStateBackend& shared_state)
+    : impl_(std::make_unique<Impl>(index, config, registry, listen, observer, shared_state)) {}
 
 Worker::~Worker() = default;
 
@@ -722,5 +965,7 @@ void Worker::beginShutdown() {
 void Worker::stop() { impl_->io.stop(); }
 
 int64_t Worker::inflight() const { return impl_->inflight.load(std::memory_order_relaxed); }
+
+const state::SharedStateStats& Worker::sharedStateStats() const { return impl_->shared->stats(); }
 
 }  // namespace switchyard::gateway

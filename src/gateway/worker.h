@@ -13,6 +13,7 @@
 #include "fleet/fleet_registry.h"
 #include "gateway/config.h"
 #include "observe/observer.h"
+#include "state/shared_state.h"
 
 namespace switchyard::gateway {
 
@@ -21,9 +22,11 @@ class Worker {
   // Binds the listening socket at construction (throws on failure), so the caller knows the
   // port before any thread starts.
   // `observer` (owned by the control plane, outlives the worker) records this worker's metrics,
-  // decisions and spans.
+  // decisions and spans. `shared_state` gives the worker its own client (in-flight and rate
+  // admission across gateways, session pins, async-job owners).
   Worker(int index, const GatewayConfig& config, const fleet::FleetRegistry& registry,
-         const boost::asio::ip::tcp::endpoint& listen, observe::WorkerObserver& observer);
+         const boost::asio::ip::tcp::endpoint& listen, observe::WorkerObserver& observer,
+         state::SharedStateBackend& shared_state);
   ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
@@ -37,6 +40,8 @@ class Worker {
   void stop();
   // Any thread: requests currently being handled by this worker.
   int64_t inflight() const;
+  // Any thread: this worker's shared-state call counters (for /metrics).
+  const state::SharedStateStats& sharedStateStats() const;
 
  private:
   struct Impl;

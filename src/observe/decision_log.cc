@@ -50,6 +50,7 @@ void fillDecisionRecord(DecisionRecord& record, const routing::Decision& decisio
   record.total_rows = static_cast<uint16_t>(decision.rows.size());
   record.candidates = static_cast<uint16_t>(decision.candidates);
   record.relaxed = decision.relaxed;
+  record.affinity = decision.affinity;
   copyTruncated(record.request_id, request_id);
   copyTruncated(record.strategy, decision.strategy);
   // Keep the chosen row, then the rest in fleet order up to the limit.
@@ -103,8 +104,8 @@ std::string renderDecisionsJson(std::vector<DecisionRecord> records,
     }
     fmt::format_to(std::back_inserter(out),
                    R"(,"worker":{},"attempt":{},"replicas":{},"candidates_count":{},)"
-                   R"("relaxed":{},"truncated":{},"candidates":[)",
-                   r.worker, r.attempt, r.total_rows, r.candidates, r.relaxed,
+                   R"("relaxed":{},"affinity":{},"truncated":{},"candidates":[)",
+                   r.worker, r.attempt, r.total_rows, r.candidates, r.relaxed, r.affinity,
                    r.total_rows > r.row_count);
     for (size_t j = 0; j < r.row_count; ++j) {
       const DecisionRecord::Row& row = r.rows[j];
@@ -173,6 +174,7 @@ void appendDecisionHeader(std::string& out, const routing::Decision& decision,
       }
     }
   }
+  if (!cut && decision.affinity) out.append("; affinity=session");
   if (!cut && decision.relaxed) out.append("; relaxed=1");
   if (cut) out.append(kTruncated);
 }

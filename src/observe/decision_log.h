@@ -41,6 +41,7 @@ struct DecisionRecord {
   uint16_t row_count = 0;
   uint16_t candidates = 0;
   bool relaxed = false;
+  bool affinity = false;  // the session's pinned replica was kept, without scoring
   char request_id[40] = {};
   char strategy[64] = {};
   std::array<Row, kMaxRows> rows;
@@ -77,6 +78,7 @@ std::string renderDecisionsJson(std::vector<DecisionRecord> records,
 
 // The compact x-switchyard-decision header value:
 //   strategy=S; chosen=R; candidates=R1=0.12,R2=0.5; excluded=R3(failed_this_request)
+// plus "; affinity=session" when a session's pin decided, and "; relaxed=1".
 // Scores are lower-is-better. Bounded by `max_bytes`; a cut value ends with ";truncated".
 void appendDecisionHeader(std::string& out, const routing::Decision& decision,
                           const fleet::ModelEntry& model, size_t max_bytes = 4000);

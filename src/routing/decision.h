@@ -37,6 +37,7 @@ struct Decision {
   bool relaxed = false;     // a strategy relaxed its own rule (e.g. all replicas KV-critical)
   bool health_fallback = false;  // every replica was unhealthy: health was ignored, not the request
   uint32_t saturated = 0;        // candidates removed by the in-flight limit
+  bool affinity = false;         // the request's preferred replica (its session's) was kept
   std::span<const CandidateRow> rows;  // every replica's row, filled always (cheap)
 };
 

@@ -114,6 +114,12 @@ Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& mo
   const size_t m = scratch.candidates.size();
   decision.candidates = static_cast<uint32_t>(m);
   if (m == 0) return decision;
+  if (request.preferred >= 0 && static_cast<size_t>(request.preferred) < n &&
+      scratch.rows[request.preferred].excluded == Exclusion::kNone && !decision.health_fallback) {
+    decision.chosen = request.preferred;
+    decision.affinity = true;
+    return decision;
+  }
 
   // The effective components: the request's, plus load-balance when auto-blended.
   std::array<StrategyComponent, StrategySpec::kMaxComponents + 1> parts;

@@ -22,6 +22,7 @@ struct RouteRequest {
   std::span<const int> tried;  // replicas that already failed this request (failover)
   RequestShape shape;
   bool dry_run = false;  // score for a debug view: no state (e.g. round-robin's cursor) moves
+  int preferred = -1;    // a replica to keep if it passes the filters (a session's pin)
 };
 
 inline constexpr double kInfPenalty = 2.0;
@@ -30,7 +31,9 @@ inline constexpr double kInfPenalty = 2.0;
 // `model.limits.max_inflight_per_replica`), unhealthy / half-open-busy. If health alone would
 // leave no candidate, health is ignored (protection must not turn a partial degradation into an
 // outage) and Decision.health_fallback is set. Decision.chosen is -1 when nothing is left: no
-// replicas, all tried, or all saturated (Decision.saturated tells which).
+// replicas, all tried, or all saturated (Decision.saturated tells which). A `preferred` replica
+// that passes the filters is chosen without scoring (Decision.affinity); one that does not is
+// routed around like any other excluded replica.
 Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& model,
                const RouteRequest& request, Rng& rng, RoutingScratch& scratch);
 

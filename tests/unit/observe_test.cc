@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "allocation_count.h"
 #include "fleet/fleet_snapshot.h"
 #include "gateway/config.h"
 #include "observe/decision_log.h"
@@ -159,6 +160,41 @@ TEST(Observer, RecordsADecisionAndAnExplainHeader) {
   const std::string json = renderDecisionsJson(records, hub.metrics(), 10);
   EXPECT_NE(json.find(R"("request_id":"req-1")"), std::string::npos) << json;
   EXPECT_NE(json.find(R"("chosen":"10.0.0.0:8000")"), std::string::npos) << json;
+}
+
+TEST(Observer, RecordingADecisionAllocatesNothingInSteadyState) {
+  ObserveConfig config;
+  config.decision_log_size = 4;
+  Observability hub(config, 1);
+  WorkerObserver& w = hub.worker(0);
+  const fleet::FleetSnapshot snapshot = makeSnapshot(3);
+  routing::CandidateRow rows[3] = {{0, routing::Exclusion::kNone, 1},
+                                   {1, routing::Exclusion::kSaturated, 0},
+                                   {2, routing::Exclusion::kNone, 2}};
+  routing::Decision d;
+  d.chosen = 0;
+  d.strategy = "least-request";
+  d.rows = rows;
+  auto oneRequest = [&](RequestRecord& r, std::string_view explain) {
+    w.begin(r, 100, "req-2", "", explain);
+    w.onModel(r, snapshot, snapshot.models[0], "least-request");
+    w.onDecision(r, d, 100, 150);
+    r.status = 200;
+    w.end(r, 200);
+  };
+  RequestRecord r;
+  // The first requests size the per-connection buffers and resolve label slots; after that,
+  // recording metrics and the decision (also with an explain header) allocates nothing.
+  for (int i = 0; i < 8; ++i) oneRequest(r, i % 2 ? "1" : "");
+  switchyard::testing::AllocationScope scope;
+  for (int i = 0; i < 100; ++i) oneRequest(r, i % 2 ? "1" : "");
+  EXPECT_EQ(scope.count(), 0u);
+  // Guards the measurement itself: an allocation on this thread is seen.
+  switchyard::testing::AllocationScope check;
+  auto* p = new int(1);
+  delete p;
+  EXPECT_EQ(check.count(), 1u);
+  EXPECT_EQ(w.decisions().copyNewest(100).size(), 4u);
 }
 
 TEST(Config, ParsesTracingLoggingAndDecisions) {

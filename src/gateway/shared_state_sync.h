@@ -1,0 +1,66 @@
+// GatewayStateSync: the control plane's side of shared state. Every sync interval it publishes
+// this gateway's heartbeat and per-replica counts, then reads every live gateway's, in the
+// background (never on the request path):
+//  - each replica's in-flight count on the *other* live gateways goes into
+//    ReplicaState::storeRemoteRunning, so routing and the in-flight filter see global load;
+//  - each model's live gateway count rescales this gateway's local share of the model-wide
+//    rate limit (the fallback while shared state does not answer);
+//  - the output-token counters summed over all gateways feed capacity learning, so each gateway
+//    learns from a replica's whole traffic, not its own 1/N slice.
+// When the backend does not answer, the last view is kept for one liveness period and then
+// dropped (other gateways' counts are not trusted longer than their heartbeats are).
+// With the memory backend (one gateway) it does nothing.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <map>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "fleet/capacity_estimator.h"
+#include "fleet/fleet_registry.h"
+#include "gateway/shared_state_config.h"
+#include "state/shared_state.h"
+
+namespace switchyard::gateway {
+
+class GatewayStateSync {
+ public:
+  GatewayStateSync(boost::asio::io_context& io, state::SharedStateBackend& backend,
+                   const fleet::FleetRegistry& registry, SharedStateConfig config);
+  void start();
+  void stop();
+
+  // Capacity-learning counters of `replica` summed over every gateway, from the last read;
+  // nullopt when not distributed or not read yet.
+  std::optional<fleet::CapacityCounters> globalCounters(const fleet::ReplicaState* replica) const;
+
+  const state::SharedStateStats& stats() const { return sync_->stats(); }
+  int64_t syncsTotal() const { return syncs_; }
+  int64_t syncFailuresTotal() const { return sync_failures_; }
+  // Live gateways per model name, from the last read.
+  const std::map<std::string, int, std::less<>>& liveGateways() const { return live_; }
+  bool distributed() const { return sync_->distributed(); }
+
+ private:
+  boost::asio::awaitable<void> cycle();
+  void schedule();
+  void forgetRemote();
+
+  boost::asio::io_context& io_;
+  const fleet::FleetRegistry& registry_;
+  SharedStateConfig config_;
+  std::unique_ptr<state::SharedStateSync> sync_;
+  boost::asio::steady_timer timer_;
+  bool running_ = false;
+  bool stopped_ = false;
+  TimeNs last_success_ = 0;
+  int64_t syncs_ = 0;
+  int64_t sync_failures_ = 0;
+  std::map<const fleet::ReplicaState*, fleet::CapacityCounters> global_;
+  std::map<std::string, int, std::less<>> live_;
+};
+
+}  // namespace switchyard::gateway
