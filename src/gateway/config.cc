@@ -368,7 +368,9 @@ void applyLoadBalanceEnvironment(GatewayConfig& config) {
     for (const auto& [name, field] : knobs) envNumber(std::string(prefix) + name, *field);
     const std::string k_name = std::string(prefix) + "ROUTING_LEAST_REQUEST_TOP_K";
     if (double k = 0; envNumber(k_name, k)) {
-      if (k < 1 || k > 1e6 || k != std::floor(k)) throw ConfigError(k_name + ": a whole number >= 1");
+      if (k < 1 || k > 1e6 || k != std::floor(k)) {
+        throw ConfigError(k_name + ": must be a whole number >= 1");
+      }
       config.top_k.k = static_cast<uint32_t>(k);
     }
     const std::string ramp_name = k_name + "_RAMP_WINDOW";  // Go duration text, as in AIBrix
