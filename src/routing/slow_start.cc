@@ -2,10 +2,23 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace switchyard::routing {
 namespace {
 bool known(double v) { return std::isfinite(v) && v > 0; }
+
+// Mean of one learned capacity over the established candidates that have it; NaN if none.
+double establishedMean(std::span<const CandidateInputs> inputs, double CandidateInputs::*field) {
+  double sum = 0;
+  int n = 0;
+  for (const CandidateInputs& in : inputs) {
+    if (in.warmth < 1.0 || !known(in.*field)) continue;
+    sum += in.*field;
+    ++n;
+  }
+  return n > 0 ? sum / n : std::numeric_limits<double>::quiet_NaN();
+}
 }  // namespace
 
 double slowStartProgress(TimeNs ready_since, TimeNs now, const fleet::SlowStartParams& params) {
@@ -55,31 +68,19 @@ namespace internal {
 
 void easeInWarming(const ScoringContext& context, std::span<const uint32_t> candidates) {
   if (computeSlowStart(context, candidates).warming == 0) return;
-  double decode_sum = 0, prefill_sum = 0;
-  int decode_n = 0, prefill_n = 0;
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    const CandidateInputs& in = context.inputs[i];
-    if (in.warmth < 1.0) continue;
-    if (known(in.decode)) {
-      decode_sum += in.decode;
-      ++decode_n;
-    }
-    if (known(in.prefill)) {
-      prefill_sum += in.prefill;
-      ++prefill_n;
-    }
-  }
+  const std::span<CandidateInputs> inputs = context.inputs.first(candidates.size());
+  const double decode_mean = establishedMean(inputs, &CandidateInputs::decode);
+  const double prefill_mean = establishedMean(inputs, &CandidateInputs::prefill);
   const double aggression = context.model.slow_start.aggression;
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    CandidateInputs& in = context.inputs[i];
+  for (CandidateInputs& in : inputs) {
     if (in.warmth >= 1.0) continue;
     in.running += in.synthetic_load;
     const double trust = slowStartTrust(in.warmth, aggression);
-    if (decode_n > 0 && known(in.decode)) {
-      in.decode = trust * in.decode + (1.0 - trust) * (decode_sum / decode_n);
+    if (!std::isnan(decode_mean) && known(in.decode)) {
+      in.decode = trust * in.decode + (1.0 - trust) * decode_mean;
     }
-    if (prefill_n > 0 && known(in.prefill)) {
-      in.prefill = trust * in.prefill + (1.0 - trust) * (prefill_sum / prefill_n);
+    if (!std::isnan(prefill_mean) && known(in.prefill)) {
+      in.prefill = trust * in.prefill + (1.0 - trust) * prefill_mean;
     }
   }
 }
