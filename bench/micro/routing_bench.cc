@@ -12,7 +12,9 @@
 namespace switchyard {
 namespace {
 
-void routeBenchmark(benchmark::State& state, std::string_view strategy_name) {
+// warming_every > 0: every n-th replica joined 1 s ago and is inside its slow-start ramp.
+void routeBenchmark(benchmark::State& state, std::string_view strategy_name,
+                    int warming_every = 0) {
   const int replicas = static_cast<int>(state.range(0));
   fleet::ModelSpec model;
   model.name = "m";
@@ -37,6 +39,7 @@ void routeBenchmark(benchmark::State& state, std::string_view strategy_name) {
     signals.kv_usage = 0.1 * (i % 9);
     state.storeSignals(signals, 0);
     if (i % 5) state.storeCapacity({1000.0 + 37 * (i % 11), 8000.0 + 11 * (i % 7), false});
+    if (warming_every > 0 && i % warming_every == 0) state.markReady(-kNsPerSec);
   }
   routing::StrategySpec spec;
   routing::parseStrategySpec(strategy_name, spec);
@@ -72,6 +75,20 @@ BENCHMARK(BM_RouteLeastKvCache)->Arg(8)->Arg(64)->Arg(512)->Arg(4096);
 BENCHMARK(BM_RouteLoadBalance)->Arg(8)->Arg(64)->Arg(512)->Arg(4096);
 BENCHMARK(BM_RouteShapeAware)->Arg(8)->Arg(64)->Arg(512)->Arg(4096);
 BENCHMARK(BM_RouteBlend)->Arg(8)->Arg(64)->Arg(512)->Arg(4096);
+
+// least-request-top-k (top-K picker), and slow start with a tenth of the fleet warming.
+void BM_RouteLeastRequestTopK(benchmark::State& state) {
+  routeBenchmark(state, "least-request-top-k");
+}
+void BM_RouteLeastRequestTopKWarming(benchmark::State& state) {
+  routeBenchmark(state, "least-request-top-k", 10);
+}
+void BM_RouteLoadBalanceWarming(benchmark::State& state) {
+  routeBenchmark(state, "load-balance", 10);
+}
+BENCHMARK(BM_RouteLeastRequestTopK)->Arg(8)->Arg(64)->Arg(512)->Arg(4096);
+BENCHMARK(BM_RouteLeastRequestTopKWarming)->Arg(8)->Arg(64)->Arg(512)->Arg(4096);
+BENCHMARK(BM_RouteLoadBalanceWarming)->Arg(8)->Arg(64)->Arg(512)->Arg(4096);
 
 }  // namespace
 }  // namespace switchyard

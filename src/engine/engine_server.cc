@@ -1,5 +1,7 @@
 #include "engine/engine_server.h"
 
+#include "engine/async_jobs.h"
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -94,9 +96,14 @@ class Replica {
     acceptor_.bind(endpoint);
     acceptor_.listen(asio::socket_base::max_listen_connections);
     tcp::endpoint bound = acceptor_.local_endpoint();
-    if (bound.address().is_v6())
-      return fmt::format("[{}]:{}", bound.address().to_string(), bound.port());
-    return fmt::format("{}:{}", bound.address().to_string(), bound.port());
+    std::string address = bound.address().is_v6()
+                              ? fmt::format("[{}]:{}", bound.address().to_string(), bound.port())
+                              : fmt::format("{}:{}", bound.address().to_string(), bound.port());
+    // Job ids carry the replica's identity: known only now that the port is bound.
+    jobs_.emplace(AsyncJobOptions{.model = options_.model,
+                                  .replica_identity = address,
+                                  .seed = options_.seed});
+    return address;
   }
 
   void start() { spawn(acceptLoop()); }
@@ -363,6 +370,12 @@ class Replica {
                                "text/plain; version=0.0.4; charset=utf-8", std::move(body));
     }
     if (path == "/admin/faults") co_return co_await serveFaults(stream, request);
+    if (jobs_ && AsyncJobs::handles(path)) {
+      JobReply reply = jobs_->handle(request.method_string(), path, request.body(), nowNs(),
+                                     unixSeconds());
+      co_return co_await write(stream, static_cast<http::status>(reply.status), version,
+                               keep_alive, reply.content_type, std::move(reply.body));
+    }
     co_return co_await writeError(stream, http::status::not_found, version, keep_alive,
                                   fmt::format("Not found: {}", path));
   }
@@ -564,6 +577,7 @@ class Replica {
   int64_t started_at_;
   RequestParser parser_;
   EngineCounters counters_;
+  std::optional<AsyncJobs> jobs_;  // /v1/responses, /v1/batches, /v1/files; set by listen()
   RequestId next_request_id_ = 1;
   bool stopping_ = false;
   std::vector<TokenEvent> events_;

@@ -26,7 +26,7 @@ bool splitHostPort(std::string_view address, std::string& host, uint16_t& port) 
 
 void FleetRegistry::apply(const std::vector<ModelSpec>& models, TimeNs signal_max_age,
                           const std::string& default_strategy,
-                          double auto_blend_load_balance_weight) {
+                          double auto_blend_load_balance_weight, TimeNs now) {
   auto snapshot = std::make_shared<FleetSnapshot>();
   snapshot->default_strategy = default_strategy;
   snapshot->auto_blend_load_balance_weight = auto_blend_load_balance_weight;
@@ -41,6 +41,8 @@ void FleetRegistry::apply(const std::vector<ModelSpec>& models, TimeNs signal_ma
     model.name = spec.name;
     model.routing_strategy = spec.routing_strategy;
     model.load_balance = spec.load_balance;
+    model.top_k = spec.top_k;
+    model.slow_start = spec.slow_start;
     model.limits = spec.limits;
     model.timeouts = spec.timeouts;
     auto& runtime = kept_runtimes[spec.name];
@@ -57,6 +59,7 @@ void FleetRegistry::apply(const std::vector<ModelSpec>& models, TimeNs signal_ma
           uint16_t port = 0;
           splitHostPort(replica_spec.address, host, port);
           state = std::make_shared<ReplicaState>(replica_spec.address, host, port);
+          if (snapshot_) state->markReady(now);
         }
       }
       model.replicas.push_back(ReplicaEntry{state, replica_spec.labels, {}});

@@ -26,6 +26,8 @@ struct ModelSpec {
   std::string name;
   std::string routing_strategy;
   LoadBalanceParams load_balance;
+  TopKParams top_k;
+  SlowStartParams slow_start;
   ModelLimits limits;
   UpstreamTimeouts timeouts;
   std::vector<ReplicaSpec> replicas;
@@ -36,9 +38,12 @@ class FleetRegistry {
   FleetRegistry() = default;
 
   // Control thread. Builds and publishes a snapshot for `models`. Addresses must already be
-  // validated (host:port).
+  // validated (host:port). A replica that joins an already published fleet is marked ready at
+  // `now` (slow start eases it in); the replicas of the first fleet are established: they were
+  // serving before this gateway started, so ramping them would only skew the start.
   void apply(const std::vector<ModelSpec>& models, TimeNs signal_max_age,
-             const std::string& default_strategy, double auto_blend_load_balance_weight = 1.0);
+             const std::string& default_strategy, double auto_blend_load_balance_weight = 1.0,
+             TimeNs now = 0);
 
   // Any thread. The latest snapshot.
   std::shared_ptr<const FleetSnapshot> latest() const;

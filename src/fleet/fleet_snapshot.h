@@ -27,6 +27,19 @@ struct LoadBalanceParams {
   double kv_critical_free = 0.10;  // below this free-KV fraction a replica scores +Inf
 };
 
+// Knobs of least-request-top-k (docs/routing.md); resolved per model at config load.
+struct TopKParams {
+  uint32_t k = 3;                   // the random pick is among at most this many replicas...
+  double tolerance_requests = 2;    // ...whose load is within max(this,
+  double tolerance_fraction = 0.1;  // this x the minimum load) of the minimum
+};
+
+// Slow start (routing/slow_start.h): how a replica that just became ready is eased in.
+struct SlowStartParams {
+  TimeNs ramp = 30 * kNsPerSec;  // synthetic load decays to 0 over this window; 0 disables
+  double aggression = 1.0;       // ramp shape: progress^(1/aggression); 1 is linear
+};
+
 struct ReplicaEntry {
   std::shared_ptr<ReplicaState> state;
   std::map<std::string, std::string> labels;  // e.g. gpu: A100, engine: vllm
@@ -58,6 +71,8 @@ struct ModelEntry {
   std::string name;
   std::string routing_strategy;  // per-model default; empty means the gateway default
   LoadBalanceParams load_balance;
+  TopKParams top_k;
+  SlowStartParams slow_start;
   ModelLimits limits;
   UpstreamTimeouts timeouts;
   std::vector<ReplicaEntry> replicas;

@@ -113,6 +113,14 @@ class ReplicaState {
     health_.store(state, std::memory_order_release);
   }
   HealthState health() const { return health_.load(std::memory_order_acquire); }
+
+  // Slow start (routing/slow_start.h): when the replica last became ready for traffic, i.e.
+  // joined a running fleet (registry) or came back from a health exclusion (health manager),
+  // both on the control thread. kEstablished: serving since the gateway started, no ramp. Kept
+  // beside health_ because the routing filters already read that cache line.
+  static constexpr TimeNs kEstablished = std::numeric_limits<TimeNs>::min();
+  void markReady(TimeNs at) { ready_since_.store(at, std::memory_order_relaxed); }
+  TimeNs readySince() const { return ready_since_.load(std::memory_order_relaxed); }
   HealthReason healthReason() const { return health_reason_.load(std::memory_order_relaxed); }
 
   // Workers: record one request outcome.
@@ -158,6 +166,7 @@ class ReplicaState {
 
   std::atomic<HealthState> health_{HealthState::kHealthy};
   std::atomic<HealthReason> health_reason_{HealthReason::kNone};
+  std::atomic<TimeNs> ready_since_{kEstablished};
 
   alignas(64) std::atomic<double> decode_capacity_{EngineSignals::kUnknown};
   std::atomic<double> prefill_capacity_{EngineSignals::kUnknown};

@@ -11,6 +11,7 @@
 
 #include "gateway/config_values.h"
 #include "gateway/shared_state_config.h"
+#include "core/duration_text.h"
 #include "routing/strategy_spec.h"
 
 namespace switchyard::gateway {
@@ -51,6 +52,41 @@ void parseLoadBalance(const YAML::Node& node, const std::string& where,
       params.kv_alpha = number(it->second, full, 0, 1e6);
     } else if (key == "kv_critical_free") {
       params.kv_critical_free = number(it->second, full, 0, 1);
+    } else {
+      throw ConfigError(full + ": unknown key");
+    }
+  }
+}
+
+// `least_request_top_k:` over `params` (absent keys keep their value).
+void parseTopK(const YAML::Node& node, const std::string& where, fleet::TopKParams& params) {
+  if (!node.IsMap()) throw ConfigError(where + ": must be a mapping");
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const std::string key = it->first.as<std::string>();
+    const std::string full = where + "." + key;
+    if (key == "k") {
+      params.k = static_cast<uint32_t>(number(it->second, full, 1, 1e6));
+    } else if (key == "tolerance_requests") {
+      params.tolerance_requests = number(it->second, full, 0, 1e9);
+    } else if (key == "tolerance_fraction") {
+      params.tolerance_fraction = number(it->second, full, 0, 1e3);
+    } else {
+      throw ConfigError(full + ": unknown key");
+    }
+  }
+}
+
+// `slow_start:` over `params`. ramp_ms 0 turns slow start off.
+void parseSlowStart(const YAML::Node& node, const std::string& where,
+                    fleet::SlowStartParams& params) {
+  if (!node.IsMap()) throw ConfigError(where + ": must be a mapping");
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const std::string key = it->first.as<std::string>();
+    const std::string full = where + "." + key;
+    if (key == "ramp_ms") {
+      params.ramp = static_cast<TimeNs>(number(it->second, full, 0, 86'400'000) * kNsPerMs);
+    } else if (key == "aggression") {
+      params.aggression = number(it->second, full, 0.01, 100);
     } else {
       throw ConfigError(full + ": unknown key");
     }
@@ -129,13 +165,14 @@ void parseTimeouts(const YAML::Node& node, TimeoutsConfig& t) {
   }
 }
 
-fleet::ModelSpec parseModel(const YAML::Node& node, size_t index,
-                            const fleet::LoadBalanceParams& defaults,
+fleet::ModelSpec parseModel(const YAML::Node& node, size_t index, const GatewayConfig& global,
                             const fleet::UpstreamTimeouts& default_timeouts) {
   const std::string where = "models[" + std::to_string(index) + "]";
   if (!node.IsMap()) throw ConfigError(where + ": must be a mapping");
   fleet::ModelSpec model;
-  model.load_balance = defaults;
+  model.load_balance = global.load_balance;
+  model.top_k = global.top_k;
+  model.slow_start = global.slow_start;
   model.timeouts = default_timeouts;
   if (const YAML::Node limits = node["limits"]) {
     if (!limits.IsMap()) throw ConfigError(where + ".limits: must be a mapping");
@@ -172,11 +209,16 @@ fleet::ModelSpec parseModel(const YAML::Node& node, size_t index,
     if (!rc.IsMap()) throw ConfigError(where + ".routing_config: must be a mapping");
     for (auto it = rc.begin(); it != rc.end(); ++it) {
       const std::string key = it->first.as<std::string>();
-      if (key != "load_balance") throw ConfigError(where + ".routing_config." + key + ": unknown key");
-    }
-    if (rc["load_balance"]) {
-      parseLoadBalance(rc["load_balance"], where + ".routing_config.load_balance",
-                       model.load_balance);
+      const std::string full = where + ".routing_config." + key;
+      if (key == "load_balance") {
+        parseLoadBalance(it->second, full, model.load_balance);
+      } else if (key == "least_request_top_k") {
+        parseTopK(it->second, full, model.top_k);
+      } else if (key == "slow_start") {
+        parseSlowStart(it->second, full, model.slow_start);
+      } else {
+        throw ConfigError(full + ": unknown key");
+      }
     }
   }
   if (!node["name"]) throw ConfigError(where + ".name: required");
@@ -279,6 +321,19 @@ void parseObserve(const YAML::Node& root, observe::ObserveConfig& config) {
   }
 }
 
+// Reads a non-negative number from the environment; false when the variable is unset or empty.
+bool envNumber(const std::string& variable, double& out) {
+  const char* value = std::getenv(variable.c_str());
+  if (value == nullptr || *value == '\0') return false;
+  char* end = nullptr;
+  const double parsed = std::strtod(value, &end);
+  if (end == value || *end != '\0' || !std::isfinite(parsed) || parsed < 0) {
+    throw ConfigError(variable + ": not a non-negative number: " + value);
+  }
+  out = parsed;
+  return true;
+}
+
 // AIBrix names first, then SWITCHYARD_ names, which win when both are set.
 void applyLoadBalanceEnvironment(GatewayConfig& config) {
   const std::pair<const char*, double*> knobs[] = {
@@ -286,19 +341,30 @@ void applyLoadBalanceEnvironment(GatewayConfig& config) {
       {"LOAD_BALANCE_KV_PRESSURE_ALPHA", &config.load_balance.kv_alpha},
       {"LOAD_BALANCE_KV_CRITICAL_FREE", &config.load_balance.kv_critical_free},
       {"ROUTING_AUTO_BLEND_LOAD_BALANCE_WEIGHT", &config.auto_blend_load_balance_weight},
+      {"ROUTING_LEAST_REQUEST_TOP_K_EPSILON", &config.top_k.tolerance_requests},
   };
   for (const char* prefix : {"AIBRIX_", "SWITCHYARD_"}) {
-    for (const auto& [name, field] : knobs) {
-      const std::string variable = std::string(prefix) + name;
-      const char* value = std::getenv(variable.c_str());
-      if (value == nullptr || *value == '\0') continue;
-      char* end = nullptr;
-      const double parsed = std::strtod(value, &end);
-      if (end == value || *end != '\0' || !std::isfinite(parsed) || parsed < 0) {
-        throw ConfigError(variable + ": not a non-negative number: " + value);
+    for (const auto& [name, field] : knobs) envNumber(std::string(prefix) + name, *field);
+    const std::string k_name = std::string(prefix) + "ROUTING_LEAST_REQUEST_TOP_K";
+    if (double k = 0; envNumber(k_name, k)) {
+      if (k < 1 || k > 1e6 || k != std::floor(k)) {
+        throw ConfigError(k_name + ": must be a whole number >= 1");
       }
-      *field = parsed;
+      config.top_k.k = static_cast<uint32_t>(k);
     }
+    const std::string ramp_name = k_name + "_RAMP_WINDOW";  // Go duration text, as in AIBrix
+    if (const char* v = std::getenv(ramp_name.c_str()); v != nullptr && *v != '\0') {
+      if (!parseDurationText(v, config.slow_start.ramp)) {
+        throw ConfigError(ramp_name + ": not a duration like 30s, 1m30s or 0: " + v);
+      }
+    }
+  }
+  // Switchyard's own knobs: no AIBrix counterpart.
+  envNumber("SWITCHYARD_ROUTING_LEAST_REQUEST_TOP_K_TOLERANCE_FRACTION",
+            config.top_k.tolerance_fraction);
+  if (envNumber("SWITCHYARD_ROUTING_SLOW_START_AGGRESSION", config.slow_start.aggression) &&
+      config.slow_start.aggression < 0.01) {
+    throw ConfigError("SWITCHYARD_ROUTING_SLOW_START_AGGRESSION: must be at least 0.01");
   }
   if (config.load_balance.kv_critical_free > 1) {
     throw ConfigError("kv_critical_free: must be between 0 and 1");
@@ -334,6 +400,10 @@ GatewayConfig parseNode(const YAML::Node& root) {
             number(it->second, "routing.auto_blend_load_balance_weight", 0, 1e6);
       } else if (key == "load_balance") {
         parseLoadBalance(it->second, "routing.load_balance", config.load_balance);
+      } else if (key == "least_request_top_k") {
+        parseTopK(it->second, "routing.least_request_top_k", config.top_k);
+      } else if (key == "slow_start") {
+        parseSlowStart(it->second, "routing.slow_start", config.slow_start);
       } else if (key == "capacity") {
         const YAML::Node cap = it->second;
         if (!cap.IsMap()) throw ConfigError("routing.capacity: must be a mapping");
@@ -404,7 +474,7 @@ GatewayConfig parseNode(const YAML::Node& root) {
     const fleet::UpstreamTimeouts default_timeouts{config.timeouts.upstream_connect,
                                                    config.timeouts.upstream_first_byte,
                                                    config.timeouts.upstream_idle};
-    fleet::ModelSpec model = parseModel(models[i], i, config.load_balance, default_timeouts);
+    fleet::ModelSpec model = parseModel(models[i], i, config, default_timeouts);
     if (!names.insert(model.name).second) throw ConfigError("duplicate model " + model.name);
     config.models.push_back(std::move(model));
   }

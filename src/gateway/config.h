@@ -6,10 +6,12 @@
 // SWITCHYARD_WORKERS, and the load-balance knobs under their AIBrix names
 // (AIBRIX_LOAD_BALANCE_QUEUED_WEIGHT, AIBRIX_LOAD_BALANCE_KV_PRESSURE_ALPHA,
 // AIBRIX_LOAD_BALANCE_KV_CRITICAL_FREE, AIBRIX_ROUTING_AUTO_BLEND_LOAD_BALANCE_WEIGHT) or with the
-// SWITCHYARD_ prefix instead of AIBRIX_ (which wins when both are set); tracing with
-// SWITCHYARD_OTLP_ENDPOINT and SWITCHYARD_TRACE_SAMPLING_RATIO; shared state with
-// SWITCHYARD_SHARED_STATE_BACKEND, SWITCHYARD_REDIS_ADDRESS, REDIS_HOST, REDIS_PORT and
-// REDIS_PASSWORD. See docs/configuration.md.
+// SWITCHYARD_ prefix instead of AIBRIX_ (which wins when both are set), likewise
+// least-request-top-k's AIBRIX_ROUTING_LEAST_REQUEST_TOP_K, _TOP_K_EPSILON and _TOP_K_RAMP_WINDOW
+// (a Go duration such as 30s), plus SWITCHYARD_ROUTING_LEAST_REQUEST_TOP_K_TOLERANCE_FRACTION and
+// SWITCHYARD_ROUTING_SLOW_START_AGGRESSION; tracing with SWITCHYARD_OTLP_ENDPOINT and
+// SWITCHYARD_TRACE_SAMPLING_RATIO; shared state with SWITCHYARD_SHARED_STATE_BACKEND,
+// SWITCHYARD_REDIS_ADDRESS, REDIS_HOST, REDIS_PORT and REDIS_PASSWORD. See docs/configuration.md.
 #pragma once
 
 #include <cstdint>
@@ -59,6 +61,8 @@ struct GatewayConfig {
   int workers = 0;  // 0: one per core
   std::string default_strategy = "least-request";
   fleet::LoadBalanceParams load_balance;  // global defaults; models may override
+  fleet::TopKParams top_k;                // likewise
+  fleet::SlowStartParams slow_start;      // likewise
   double auto_blend_load_balance_weight = 1.0;
   CapacityConfig capacity;
   health::HealthSettings health;

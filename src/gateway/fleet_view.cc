@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -54,6 +55,7 @@ std::string renderFleetJson(const fleet::FleetSnapshot& snapshot, TimeNs now) {
                                        : std::string_view(model.routing_strategy);
     routing::StrategySpec spec;
     std::vector<double> scores(model.replicas.size(), std::numeric_limits<double>::quiet_NaN());
+    std::vector<double> synthetic(model.replicas.size(), 0.0);
     if (routing::parseStrategySpec(strategy_text, spec, nullptr) == routing::SpecError::kNone) {
       routing::RouteRequest request{&spec, now, {}, {}};
       request.dry_run = true;
@@ -61,6 +63,7 @@ std::string renderFleetJson(const fleet::FleetSnapshot& snapshot, TimeNs now) {
       for (const routing::CandidateRow& row : decision.rows) {
         if (row.excluded == routing::Exclusion::kNone && row.replica_index < scores.size()) {
           scores[row.replica_index] = row.score;
+          synthetic[row.replica_index] = row.synthetic_load;
         }
       }
     }
@@ -116,6 +119,15 @@ std::string renderFleetJson(const fleet::FleetSnapshot& snapshot, TimeNs now) {
                      capacity.tokenless ? "requests/s" : "tokens/s");
       // Lower wins; null when excluded or +Inf ("pass over").
       appendSignal(out, "score", std::isfinite(scores[r]) ? scores[r] : std::nan(""));
+      // Slow start: how far into its ramp the replica is, and the load it is carrying for it.
+      const TimeNs since = replica.state->readySince();
+      const TimeNs ramp = model.slow_start.ramp;
+      const bool warming = since != fleet::ReplicaState::kEstablished && ramp > 0 &&
+                           now - since < ramp;
+      fmt::format_to(std::back_inserter(out), R"(,"slow_start":{{"warming":{},"ramp_left_ms":{},)"
+                     R"("synthetic_load":{}}})",
+                     warming, warming ? (ramp - std::max<TimeNs>(0, now - since)) / kNsPerMs : 0,
+                     synthetic[r]);
       out.push_back('}');
     }
     out.append("]}");

@@ -158,7 +158,7 @@ class ControlPlane {
 
   void applyFleet(const GatewayConfig& config) {
     registry_.apply(config.models, config.signalMaxAge(), config.default_strategy,
-                    config.auto_blend_load_balance_weight);
+                    config.auto_blend_load_balance_weight, SteadyClock::instance().now());
     health_.sync(registry_.latest());
   }
 

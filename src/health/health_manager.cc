@@ -88,6 +88,10 @@ void HealthManager::apply(Tracked& tracked, const Transition& t) {
   }
   if (t.to == HealthState::kHealthy) {
     replica.counters().health_recoveries_total.fetch_add(1, std::memory_order_relaxed);
+    // Back in rotation with (almost) nothing in flight it would look like the least-loaded
+    // replica and draw a stampede, just as a new one would; and we had a reason to doubt it.
+    // Slow start eases it back in.
+    replica.markReady(clock_.now());
   }
   std::string key = healthStateName(t.to);
   if (t.to != HealthState::kHealthy) key += std::string(":") + healthReasonName(t.reason);

@@ -49,6 +49,7 @@ void fillDecisionRecord(DecisionRecord& record, const routing::Decision& decisio
   record.attempt = static_cast<uint16_t>(attempt);
   record.total_rows = static_cast<uint16_t>(decision.rows.size());
   record.candidates = static_cast<uint16_t>(decision.candidates);
+  record.pick_set = static_cast<uint16_t>(decision.pick_set);
   record.relaxed = decision.relaxed;
   record.affinity = decision.affinity;
   copyTruncated(record.request_id, request_id);
@@ -58,7 +59,7 @@ void fillDecisionRecord(DecisionRecord& record, const routing::Decision& decisio
   auto add = [&](const routing::CandidateRow& row) {
     if (row.replica_index >= replica_slots.size()) return;
     record.rows[n++] = {replica_slots[row.replica_index], static_cast<uint8_t>(row.excluded),
-                        row.score};
+                        row.in_pick_set, row.score, row.synthetic_load};
   };
   if (decision.chosen >= 0 && static_cast<size_t>(decision.chosen) < decision.rows.size()) {
     add(decision.rows[decision.chosen]);
@@ -104,8 +105,9 @@ std::string renderDecisionsJson(std::vector<DecisionRecord> records,
     }
     fmt::format_to(std::back_inserter(out),
                    R"(,"worker":{},"attempt":{},"replicas":{},"candidates_count":{},)"
-                   R"("relaxed":{},"affinity":{},"truncated":{},"candidates":[)",
+                   R"("relaxed":{},"affinity":{},"pick_set":{},"truncated":{},"candidates":[)",
                    r.worker, r.attempt, r.total_rows, r.candidates, r.relaxed, r.affinity,
+                   r.pick_set,
                    r.total_rows > r.row_count);
     for (size_t j = 0; j < r.row_count; ++j) {
       const DecisionRecord::Row& row = r.rows[j];
@@ -122,6 +124,10 @@ std::string renderDecisionsJson(std::vector<DecisionRecord> records,
         } else {
           out.append("null");  // +Inf: "pass over"
         }
+        if (row.synthetic_load > 0) {
+          fmt::format_to(std::back_inserter(out), R"(,"synthetic_load":{})", row.synthetic_load);
+        }
+        if (row.in_pick_set) out.append(R"(,"in_pick_set":true)");
       }
       out.push_back('}');
     }
@@ -174,6 +180,28 @@ void appendDecisionHeader(std::string& out, const routing::Decision& decision,
       }
     }
   }
+  // The top-K set, then the warming replicas with their synthetic load.
+  auto appendRows = [&](std::string_view label, auto&& wanted, bool with_load) {
+    bool any = false;
+    for (const routing::CandidateRow& row : decision.rows) {
+      if (cut) return;
+      if (row.excluded != routing::Exclusion::kNone || !wanted(row)) continue;
+      const size_t mark = out.size();
+      out.append(any ? "," : label);
+      any = true;
+      out.append(name(row.replica_index));
+      if (with_load) fmt::format_to(std::back_inserter(out), "+{:.3g}", row.synthetic_load);
+      if (out.size() - start > budget) {
+        out.resize(mark);
+        cut = true;
+      }
+    }
+  };
+  if (decision.pick_set > 0) {
+    appendRows("; pick_set=", [](const routing::CandidateRow& r) { return r.in_pick_set; }, false);
+  }
+  appendRows("; warming=", [](const routing::CandidateRow& r) { return r.synthetic_load > 0; },
+             true);
   if (!cut && decision.affinity) out.append("; affinity=session");
   if (!cut && decision.relaxed) out.append("; relaxed=1");
   if (cut) out.append(kTruncated);

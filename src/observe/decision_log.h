@@ -28,7 +28,9 @@ struct DecisionRecord {
   struct Row {
     uint32_t replica_slot = 0;
     uint8_t excluded = 0;  // routing::Exclusion
+    bool in_pick_set = false;  // top-K: among the replicas the random pick was made from
     double score = 0;
+    double synthetic_load = 0;  // slow start's part of the score
   };
   int64_t unix_ns = 0;    // wall-clock time of the decision
   int64_t latency_ns = 0;  // time spent routing
@@ -40,6 +42,7 @@ struct DecisionRecord {
   uint16_t total_rows = 0;   // replicas of the model (rows beyond kMaxRows are dropped)
   uint16_t row_count = 0;
   uint16_t candidates = 0;
+  uint16_t pick_set = 0;  // top-K set size; 0 when the lowest score won
   bool relaxed = false;
   bool affinity = false;  // the session's pinned replica was kept, without scoring
   char request_id[40] = {};
@@ -78,8 +81,10 @@ std::string renderDecisionsJson(std::vector<DecisionRecord> records,
 
 // The compact x-switchyard-decision header value:
 //   strategy=S; chosen=R; candidates=R1=0.12,R2=0.5; excluded=R3(failed_this_request)
-// plus "; affinity=session" when a session's pin decided, and "; relaxed=1".
-// Scores are lower-is-better. Bounded by `max_bytes`; a cut value ends with ";truncated".
+// then, when they apply, "; pick_set=R1,R2" (top-K: the replicas the random pick was among),
+// "; warming=R4+3.2" (slow start's synthetic load, included in the score), "; affinity=session"
+// (a session's pin decided) and "; relaxed=1". Scores are lower-is-better. Bounded by
+// `max_bytes`; a cut value ends with ";truncated".
 void appendDecisionHeader(std::string& out, const routing::Decision& decision,
                           const fleet::ModelEntry& model, size_t max_bytes = 4000);
 

@@ -68,6 +68,51 @@ int pickLowest(std::span<const double> scores, std::span<const double> tiebreak,
   return best;
 }
 
+int pickTopK(std::span<const double> scores, uint32_t k, double tolerance, Rng& rng,
+             std::span<uint32_t> work, double* cutoff) {
+  double lo = std::numeric_limits<double>::infinity();
+  for (double s : scores) {
+    if (std::isfinite(s)) lo = std::min(lo, s);
+  }
+  if (!std::isfinite(lo) || k == 0) {
+    *cutoff = -std::numeric_limits<double>::infinity();  // no set: nothing was near a minimum
+    return pickLowest(scores, {}, rng);
+  }
+  const double limit = lo + tolerance;
+  uint32_t n = 0;
+  double edge = lo;  // the highest score in the set
+  for (size_t i = 0; i < scores.size(); ++i) {
+    if (scores[i] <= limit) {
+      work[n++] = static_cast<uint32_t>(i);
+      edge = std::max(edge, scores[i]);
+    }
+  }
+  if (n > k) {
+    std::nth_element(work.begin(), work.begin() + (k - 1), work.begin() + n,
+                     [&](uint32_t a, uint32_t b) { return scores[a] < scores[b]; });
+    edge = scores[work[k - 1]];
+  }
+  uint32_t below = 0;
+  uint32_t at = 0;
+  for (uint32_t j = 0; j < n; ++j) {
+    const double s = scores[work[j]];
+    below += s < edge;
+    at += s == edge;
+  }
+  // A uniform place among the min(n, K); the places the replicas below the edge do not fill
+  // go to one of the tied replicas at the edge, uniformly.
+  const uint32_t places = std::min(n, k);
+  uint32_t r = rng.below(places);
+  const bool from_below = r < below;
+  if (!from_below) r = rng.below(at);
+  *cutoff = edge;
+  for (uint32_t j = 0; j < n; ++j) {
+    const double s = scores[work[j]];
+    if ((from_below ? s < edge : s == edge) && r-- == 0) return static_cast<int>(work[j]);
+  }
+  return static_cast<int>(work[0]);  // unreachable: r < below or r < at
+}
+
 Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& model,
                const RouteRequest& request, Rng& rng, RoutingScratch& scratch) {
   Decision decision;
@@ -136,14 +181,16 @@ Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& mo
   }
 
   scratch.inputs.resize(m);
+  for (CandidateInputs& in : scratch.inputs) in.synthetic_load = 0;
   ScoringContext context{snapshot, model, request.now, rng, request.shape, scratch.inputs,
                          request.dry_run};
   scratch.scores.assign(m, 0.0);
   scratch.tiebreak.assign(m, 0.0);
+  ScoreNote alone;  // the note of a strategy used alone: it may ask for the top-K picker
   if (count == 1) {
-    decision.relaxed =
-        parts[0].strategy->score(context, scratch.candidates, scratch.scores, scratch.tiebreak)
-            .relaxed;
+    alone = parts[0].strategy->score(context, scratch.candidates, scratch.scores,
+                                     scratch.tiebreak);
+    decision.relaxed = alone.relaxed;
   } else {
     scratch.component.resize(m);
     scratch.component_tiebreak.resize(m);
@@ -160,8 +207,26 @@ Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& mo
       }
     }
   }
-  for (size_t i = 0; i < m; ++i) scratch.rows[scratch.candidates[i]].score = scratch.scores[i];
-  const int picked = pickLowest(scratch.scores, scratch.tiebreak, rng);
+  for (size_t i = 0; i < m; ++i) {
+    CandidateRow& row = scratch.rows[scratch.candidates[i]];
+    row.score = scratch.scores[i];
+    row.synthetic_load = scratch.inputs[i].synthetic_load;
+  }
+  int picked = -1;
+  if (alone.top_k > 0) {
+    scratch.pick_order.resize(m);
+    double cutoff = 0;
+    picked = pickTopK(scratch.scores, alone.top_k, alone.tolerance, rng, scratch.pick_order,
+                      &cutoff);
+    for (size_t i = 0; i < m; ++i) {
+      if (scratch.scores[i] <= cutoff) {
+        scratch.rows[scratch.candidates[i]].in_pick_set = true;
+        ++decision.pick_set;
+      }
+    }
+  } else {
+    picked = pickLowest(scratch.scores, scratch.tiebreak, rng);
+  }
   decision.chosen = static_cast<int>(scratch.candidates[picked]);
   return decision;
 }

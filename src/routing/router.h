@@ -41,4 +41,13 @@ Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& mo
 // remaining ties are broken uniformly at random. Returns an index into `scores`, -1 when empty.
 int pickLowest(std::span<const double> scores, std::span<const double> tiebreak, Rng& rng);
 
+// The top-K picker: uniform among the up to `k` lowest finite scores that are within
+// `tolerance` of the minimum. When several replicas tie for the K-th place they share the
+// places left, so every replica strictly inside the set has probability 1/K and a tie is never
+// settled by fleet order. `work` must hold scores.size() entries (per-worker scratch: no
+// allocation); `cutoff` receives the highest score in the set. Falls back to pickLowest when
+// no score is finite. O(n) expected.
+int pickTopK(std::span<const double> scores, uint32_t k, double tolerance, Rng& rng,
+             std::span<uint32_t> work, double* cutoff);
+
 }  // namespace switchyard::routing

@@ -32,6 +32,11 @@ struct CandidateInputs {
   double prefill = 0;       // learned prefill capacity (NaN unknown)
   bool fresh = false;       // telemetry read within the snapshot's maximum signal age
   bool tokenless = false;   // `decode` is inverse latency
+  // Slow start (routing/slow_start.h). The router zeroes synthetic_load before scoring and
+  // copies it into the decision's candidate table, so a strategy that applies slow start
+  // leaves it explained.
+  double synthetic_load = 0;  // in requests, included in `running` where a strategy adds it
+  double warmth = 1;          // progress through the ramp, 0 just ready .. 1 established
 };
 
 struct ScoringContext {
@@ -48,6 +53,11 @@ struct ScoreNote {
   // The strategy relaxed its own rule because it would have excluded every candidate
   // (e.g. every replica below the KV-critical threshold: the most headroom wins).
   bool relaxed = false;
+  // Picker mode. 0: the lowest score wins (tie-breaks, then random). K > 0: uniform among the
+  // up to K lowest scores that are within `tolerance` of the minimum (pickTopK). Honoured when
+  // the strategy is used alone; in a blend the scores are normalised and the lowest wins.
+  uint32_t top_k = 0;
+  double tolerance = 0;
 };
 
 class Strategy {

@@ -3,6 +3,7 @@
 
 #include "routing/strategies/least_kv_cache.h"
 #include "routing/strategies/least_request.h"
+#include "routing/strategies/least_request_top_k.h"
 #include "routing/strategies/load_balance.h"
 #include "routing/strategies/random.h"
 #include "routing/strategies/round_robin.h"
@@ -14,16 +15,17 @@ namespace {
 const RandomStrategy kRandom;
 const RoundRobinStrategy kRoundRobin;
 const LeastRequestStrategy kLeastRequest;
+const LeastRequestTopKStrategy kLeastRequestTopK;
 const LeastKvCacheStrategy kLeastKvCache;
 const LoadBalanceStrategy kLoadBalance;
 const ShapeAwareLoadBalanceStrategy kShapeAwareLoadBalance;
 
-constexpr std::array<const Strategy*, 6> kStrategies = {
-    &kRandom, &kRoundRobin, &kLeastRequest, &kLeastKvCache, &kLoadBalance,
-    &kShapeAwareLoadBalance};
-constexpr std::array<std::string_view, 6> kNames = {
-    "random", "round-robin", "least-request", "least-kv-cache", "load-balance",
-    "load-balance-shape-aware"};
+constexpr std::array<const Strategy*, 7> kStrategies = {
+    &kRandom,       &kRoundRobin,  &kLeastRequest,         &kLeastRequestTopK,
+    &kLeastKvCache, &kLoadBalance, &kShapeAwareLoadBalance};
+constexpr std::array<std::string_view, 7> kNames = {
+    "random",         "round-robin",  "least-request",           "least-request-top-k",
+    "least-kv-cache", "load-balance", "load-balance-shape-aware"};
 
 }  // namespace
 

@@ -89,6 +89,24 @@ TEST(DecisionHeader, ListsScoresAndExclusionsAndTruncates) {
   EXPECT_TRUE(small.ends_with(";truncated")) << small;
 }
 
+TEST(DecisionHeader, ShowsTheTopKSetAndSlowStartLoad) {
+  const fleet::FleetSnapshot snapshot = makeSnapshot(3);
+  routing::CandidateRow rows[3] = {{0, routing::Exclusion::kNone, 4, 0, true},
+                                   {1, routing::Exclusion::kNone, 5, 3.25, true},
+                                   {2, routing::Exclusion::kNone, 9, 0, false}};
+  routing::Decision d;
+  d.chosen = 1;
+  d.strategy = "least-request-top-k";
+  d.ready = 3;
+  d.candidates = 3;
+  d.pick_set = 2;
+  d.rows = rows;
+  std::string out;
+  appendDecisionHeader(out, d, snapshot.models[0]);
+  EXPECT_TRUE(out.ends_with("; pick_set=10.0.0.0:8000,10.0.0.1:8000; warming=10.0.0.1:8000+3.25"))
+      << out;
+}
+
 TEST(Metrics, ShardsAreSummedAtScrapeAndPassTheFormat) {
   MetricsRegistry registry(2);
   const fleet::FleetSnapshot snapshot = makeSnapshot(2);

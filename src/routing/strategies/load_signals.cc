@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "routing/slow_start.h"
+
 namespace switchyard::routing::internal {
 namespace {
 bool known(double v) { return std::isfinite(v) && v > 0; }
@@ -51,6 +53,7 @@ CandidateAggregates gatherInputs(const ScoringContext& context,
       in.waiting = worst_waiting;
     }
   }
+  easeInWarming(context, candidates);  // slow start: synthetic load, capacity not yet trusted
   return {decode_n ? decode_sum / decode_n : std::nan(""),
           prefill_n ? prefill_sum / prefill_n : std::nan("")};
 }
