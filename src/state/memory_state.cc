@@ -1,0 +1,117 @@
+#include "state/memory_state.h"
+
+#include <utility>
+
+namespace switchyard::state {
+namespace {
+
+// Answers are immediate, so every answered call lands in the histogram's first bucket; the
+// counters still tell how often the gateway consulted shared state.
+void countCall(SharedStateStats& stats) {
+  stats.calls.fetch_add(1, std::memory_order_relaxed);
+  stats.latency_buckets[0].fetch_add(1, std::memory_order_relaxed);
+}
+
+class MemoryClient final : public SharedStateClient {
+ public:
+  MemoryClient(std::shared_ptr<MemoryStore> store, const std::string& gateway,
+               const Clock& clock)
+      : store_(std::move(store)), gateway_(gateway), clock_(clock) {
+    stats_.connected.store(true, std::memory_order_relaxed);
+  }
+
+  bool distributed() const override { return false; }
+
+  boost::asio::awaitable<AdmitResult> admit(const AdmitRequest& request) override {
+    countCall(stats_);
+    co_return store_->admit(request, gateway_, clock_.now());
+  }
+  void release(std::string_view model, std::string_view replica) override {
+    store_->release(model, replica, gateway_);
+  }
+  boost::asio::awaitable<SessionPin> lookupSession(std::string_view model,
+                                                   std::string_view session,
+                                                   TimeNs ttl) override {
+    countCall(stats_);
+    co_return store_->lookupSession(model, session, ttl, clock_.now());
+  }
+  boost::asio::awaitable<SessionPin> pinSession(std::string_view model, std::string_view session,
+                                                std::string_view expected,
+                                                std::string_view replica, TimeNs ttl) override {
+    countCall(stats_);
+    co_return store_->pinSession(model, session, expected, replica, ttl, clock_.now());
+  }
+  void recordJob(std::string_view job_id, std::string_view model, std::string_view replica,
+                 TimeNs ttl) override {
+    store_->recordJob(job_id, model, replica, ttl, clock_.now());
+  }
+  boost::asio::awaitable<JobOwner> lookupJob(std::string_view job_id) override {
+    countCall(stats_);
+    co_return store_->lookupJob(job_id, clock_.now());
+  }
+  const SharedStateStats& stats() const override { return stats_; }
+
+ private:
+  std::shared_ptr<MemoryStore> store_;
+  std::string gateway_;
+  const Clock& clock_;
+  SharedStateStats stats_;
+};
+
+class MemorySync final : public SharedStateSync {
+ public:
+  MemorySync(std::shared_ptr<MemoryStore> store, const std::string& gateway, const Clock& clock)
+      : store_(std::move(store)), gateway_(gateway), clock_(clock) {
+    stats_.connected.store(true, std::memory_order_relaxed);
+  }
+
+  bool distributed() const override { return false; }
+
+  boost::asio::awaitable<bool> publish(std::span<const ReplicaReport> reports,
+                                       TimeNs liveness_ttl) override {
+    countCall(stats_);
+    store_->publish(reports, gateway_, liveness_ttl, clock_.now());
+    co_return true;
+  }
+  boost::asio::awaitable<std::optional<std::vector<ReplicaGlobalView>>> read(
+      std::span<const ReplicaReport> replicas) override {
+    countCall(stats_);
+    co_return store_->read(replicas, gateway_, clock_.now());
+  }
+  const SharedStateStats& stats() const override { return stats_; }
+
+ private:
+  std::shared_ptr<MemoryStore> store_;
+  std::string gateway_;
+  const Clock& clock_;
+  SharedStateStats stats_;
+};
+
+class MemoryBackend final : public SharedStateBackend {
+ public:
+  MemoryBackend(std::shared_ptr<MemoryStore> store, std::string gateway, const Clock& clock)
+      : store_(std::move(store)), gateway_(std::move(gateway)), clock_(clock) {}
+
+  std::unique_ptr<SharedStateClient> makeClient(boost::asio::any_io_executor) override {
+    return std::make_unique<MemoryClient>(store_, gateway_, clock_);
+  }
+  std::unique_ptr<SharedStateSync> makeSync(boost::asio::any_io_executor) override {
+    return std::make_unique<MemorySync>(store_, gateway_, clock_);
+  }
+  const std::string& gatewayId() const override { return gateway_; }
+
+ private:
+  std::shared_ptr<MemoryStore> store_;
+  std::string gateway_;
+  const Clock& clock_;
+};
+
+}  // namespace
+
+std::shared_ptr<SharedStateBackend> makeMemoryBackend(std::shared_ptr<MemoryStore> store,
+                                                      std::string gateway_id,
+                                                      const Clock& clock) {
+  return std::make_shared<MemoryBackend>(std::move(store), std::move(gateway_id), clock);
+}
+
+}  // namespace switchyard::state

@@ -1,0 +1,232 @@
+#include "state/memory_store.h"
+
+#include <algorithm>
+#include <functional>
+#include <unordered_map>
+
+namespace switchyard::state {
+namespace {
+
+// Lets the maps be searched with a string_view, so lookups of existing keys never allocate.
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+template <typename V>
+using StringMap = std::unordered_map<std::string, V, StringHash, std::equal_to<>>;
+
+template <typename V>
+V& findOrInsert(StringMap<V>& map, std::string_view key) {
+  auto it = map.find(key);
+  if (it == map.end()) it = map.try_emplace(std::string(key)).first;
+  return it->second;
+}
+
+struct TokenEntry {
+  std::array<int64_t, 5> values{};  // output, prefill tokens, prefill ns, tokenless n, ns
+  TimeNs expires = 0;
+};
+
+struct ReplicaState {
+  StringMap<int64_t> running;  // gateway → in-flight count
+  StringMap<TokenEntry> tokens;
+};
+
+struct Session {
+  std::string replica;
+  TimeNs expires = 0;
+};
+
+struct ModelState {
+  StringMap<TimeNs> heartbeat_deadline;  // gateway → heartbeat valid until
+  StringMap<ReplicaState> replicas;
+  TimeNs rate_tat = 0;  // GCRA theoretical arrival time
+  StringMap<Session> sessions;
+  uint32_t session_writes = 0;
+
+  bool isLive(std::string_view gateway, std::string_view self, TimeNs now) const {
+    if (gateway == self) return true;
+    auto it = heartbeat_deadline.find(gateway);
+    return it != heartbeat_deadline.end() && it->second >= now;
+  }
+  int64_t liveSum(const ReplicaState& replica, std::string_view self, TimeNs now,
+                  bool include_self) const {
+    int64_t sum = 0;
+    for (const auto& [gateway, count] : replica.running) {
+      if (!include_self && gateway == self) continue;
+      if (isLive(gateway, self, now)) sum += count;
+    }
+    return sum;
+  }
+  // Expired sessions are dropped on access; this sweep bounds what never gets accessed again.
+  void sweepSessions(TimeNs now) {
+    if (++session_writes % 1024 != 0) return;
+    std::erase_if(sessions, [now](const auto& entry) { return entry.second.expires < now; });
+  }
+};
+
+struct Job {
+  std::string model;
+  std::string replica;
+  TimeNs expires = 0;
+};
+
+}  // namespace
+
+struct MemoryStore::Stripe {
+  std::mutex mutex;
+  StringMap<ModelState> models;
+  StringMap<Job> jobs;
+};
+
+MemoryStore::MemoryStore() {
+  for (auto& stripe : stripes_) stripe = std::make_unique<Stripe>();
+}
+MemoryStore::~MemoryStore() = default;
+
+MemoryStore::Stripe& MemoryStore::stripeFor(std::string_view key) {
+  return *stripes_[StringHash{}(key) % kStripes];
+}
+
+AdmitResult MemoryStore::admit(const AdmitRequest& request, std::string_view gateway,
+                               TimeNs now) {
+  Stripe& stripe = stripeFor(request.model);
+  std::lock_guard lock(stripe.mutex);
+  ModelState& model = findOrInsert(stripe.models, request.model);
+  ReplicaState& replica = findOrInsert(model.replicas, request.replica);
+
+  TimeNs new_tat = -1;
+  if (request.rate_per_second > 0) {
+    const TimeNs interval =
+        std::max<TimeNs>(1, static_cast<TimeNs>(kNsPerSec / request.rate_per_second));
+    const auto tolerance = static_cast<TimeNs>(std::max(0.0, request.rate_burst - 1.0) *
+                                               static_cast<double>(interval));
+    const TimeNs start = std::max(model.rate_tat, now);
+    if (start - now > tolerance) {
+      return {AdmitVerdict::kRateLimited, model.liveSum(replica, gateway, now, true),
+              start - now - tolerance};
+    }
+    new_tat = start + interval;
+  }
+  const int64_t inflight = model.liveSum(replica, gateway, now, true);
+  if (request.max_inflight > 0 && inflight >= request.max_inflight) {
+    return {AdmitVerdict::kInflightLimit, inflight, 0};
+  }
+  if (new_tat >= 0) model.rate_tat = new_tat;
+  ++findOrInsert(replica.running, gateway);
+  return {AdmitVerdict::kAdmitted, inflight + 1, 0};
+}
+
+void MemoryStore::release(std::string_view model_name, std::string_view replica_name,
+                          std::string_view gateway) {
+  Stripe& stripe = stripeFor(model_name);
+  std::lock_guard lock(stripe.mutex);
+  auto model = stripe.models.find(model_name);
+  if (model == stripe.models.end()) return;
+  auto replica = model->second.replicas.find(replica_name);
+  if (replica == model->second.replicas.end()) return;
+  auto count = replica->second.running.find(gateway);
+  if (count == replica->second.running.end()) return;
+  if (--count->second <= 0) replica->second.running.erase(count);
+}
+
+SessionPin MemoryStore::lookupSession(std::string_view model_name, std::string_view session,
+                                      TimeNs ttl, TimeNs now) {
+  Stripe& stripe = stripeFor(model_name);
+  std::lock_guard lock(stripe.mutex);
+  auto model = stripe.models.find(model_name);
+  if (model == stripe.models.end()) return {};
+  auto pin = model->second.sessions.find(session);
+  if (pin == model->second.sessions.end()) return {};
+  if (pin->second.expires < now) {
+    model->second.sessions.erase(pin);
+    return {};
+  }
+  pin->second.expires = now + ttl;
+  return {false, pin->second.replica};
+}
+
+SessionPin MemoryStore::pinSession(std::string_view model_name, std::string_view session,
+                                   std::string_view expected, std::string_view replica,
+                                   TimeNs ttl, TimeNs now) {
+  Stripe& stripe = stripeFor(model_name);
+  std::lock_guard lock(stripe.mutex);
+  ModelState& model = findOrInsert(stripe.models, model_name);
+  model.sweepSessions(now);
+  Session& pin = findOrInsert(model.sessions, session);
+  if (pin.expires < now) pin.replica.clear();
+  if (pin.replica.empty() || pin.replica == expected) pin.replica = replica;
+  pin.expires = now + ttl;
+  return {false, pin.replica};
+}
+
+void MemoryStore::recordJob(std::string_view job_id, std::string_view model,
+                            std::string_view replica, TimeNs ttl, TimeNs now) {
+  Stripe& stripe = stripeFor(job_id);
+  std::lock_guard lock(stripe.mutex);
+  Job& job = findOrInsert(stripe.jobs, job_id);
+  job.model = model;
+  job.replica = replica;
+  job.expires = now + ttl;
+}
+
+JobOwner MemoryStore::lookupJob(std::string_view job_id, TimeNs now) {
+  Stripe& stripe = stripeFor(job_id);
+  std::lock_guard lock(stripe.mutex);
+  auto job = stripe.jobs.find(job_id);
+  if (job == stripe.jobs.end()) return {};
+  if (job->second.expires < now) {
+    stripe.jobs.erase(job);
+    return {};
+  }
+  return {false, job->second.model, job->second.replica};
+}
+
+void MemoryStore::publish(std::span<const ReplicaReport> reports, std::string_view gateway,
+                          TimeNs liveness_ttl, TimeNs now) {
+  for (const ReplicaReport& report : reports) {
+    Stripe& stripe = stripeFor(report.model);
+    std::lock_guard lock(stripe.mutex);
+    ModelState& model = findOrInsert(stripe.models, report.model);
+    findOrInsert(model.heartbeat_deadline, gateway) = now + liveness_ttl;
+    ReplicaState& replica = findOrInsert(model.replicas, report.replica);
+    if (report.publish_running) findOrInsert(replica.running, gateway) = report.running;
+    TokenEntry& tokens = findOrInsert(replica.tokens, gateway);
+    tokens.values = {report.output_tokens, report.prefill_tokens, report.prefill_ns,
+                     report.tokenless_requests, report.tokenless_latency_ns};
+    tokens.expires = now + kTokenRetention;
+  }
+}
+
+std::vector<ReplicaGlobalView> MemoryStore::read(std::span<const ReplicaReport> replicas,
+                                                 std::string_view gateway, TimeNs now) {
+  std::vector<ReplicaGlobalView> views;
+  views.reserve(replicas.size());
+  for (const ReplicaReport& wanted : replicas) {
+    ReplicaGlobalView& view = views.emplace_back();
+    view.model = wanted.model;
+    view.replica = wanted.replica;
+    Stripe& stripe = stripeFor(wanted.model);
+    std::lock_guard lock(stripe.mutex);
+    auto model = stripe.models.find(wanted.model);
+    if (model == stripe.models.end()) continue;
+    for (const auto& [other, deadline] : model->second.heartbeat_deadline) {
+      if (other != gateway && deadline >= now) ++view.live_gateways;
+    }
+    auto replica = model->second.replicas.find(wanted.replica);
+    if (replica == model->second.replicas.end()) continue;
+    view.others_running = model->second.liveSum(replica->second, gateway, now, false);
+    std::erase_if(replica->second.tokens,
+                  [now](const auto& entry) { return entry.second.expires < now; });
+    for (const auto& [other, tokens] : replica->second.tokens) {
+      view.output_tokens += tokens.values[0];
+      view.prefill_tokens += tokens.values[1];
+      view.prefill_ns += tokens.values[2];
+      view.tokenless_requests += tokens.values[3];
+      view.tokenless_latency_ns += tokens.values[4];
+    }
+  }
+  return views;
+}
+
+}  // namespace switchyard::state

@@ -1,0 +1,285 @@
+#include "state/redis/redis_backend.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "state/redis/redis_connection.h"
+#include "state/redis/redis_keys.h"
+
+namespace switchyard::state {
+namespace {
+
+namespace asio = boost::asio;
+using redis::RedisCommand;
+using redis::RedisConnection;
+using redis::RedisKeys;
+using redis::RedisValue;
+using redis::ScriptId;
+
+// A gateway whose heartbeat has been stale this many TTLs is removed from `live` and `run`.
+constexpr int64_t kReapAfterTtls = 10;
+constexpr std::string_view kTokenRetentionMs = "3600000";
+
+int64_t toMs(TimeNs ns) { return std::max<int64_t>(1, (ns + kNsPerMs - 1) / kNsPerMs); }
+
+RedisCommand scriptCommand(ScriptId script, int keys, std::vector<std::string> args) {
+  return RedisCommand{script, keys, std::move(args)};
+}
+RedisCommand plainCommand(std::vector<std::string> args) {
+  return RedisCommand{std::nullopt, 0, std::move(args)};
+}
+std::vector<RedisCommand> single(RedisCommand command) {
+  std::vector<RedisCommand> commands;
+  commands.push_back(std::move(command));
+  return commands;
+}
+
+// An admission that Redis counted after the caller was told "degraded" is undone, so a slow
+// Redis does not leak in-flight counts. The admit command's args: rate, live, run keys, gateway.
+void undoLateAdmission(RedisConnection& connection, const RedisCommand& admit,
+                       const RedisValue& reply) {
+  if (reply.integerAt(0, -1) != 0) return;
+  connection.send(RedisCommand{ScriptId::kRelease, 1, {admit.args[2], admit.args[3]}});
+}
+
+// Report indices grouped by model, models in order of first appearance: one script per model.
+struct ModelGroup {
+  std::string_view model;
+  std::vector<size_t> indices;
+};
+std::vector<ModelGroup> groupByModel(std::span<const ReplicaReport> reports) {
+  std::vector<ModelGroup> groups;
+  for (size_t i = 0; i < reports.size(); ++i) {
+    auto group = std::find_if(groups.begin(), groups.end(),
+                              [&](const ModelGroup& g) { return g.model == reports[i].model; });
+    if (group == groups.end()) group = groups.insert(groups.end(), {reports[i].model, {}});
+    group->indices.push_back(i);
+  }
+  return groups;
+}
+
+// Whatever happens after the first co_await must not touch `this`: the owner may destroy the
+// client while a call is in flight. The coroutines hold the connection themselves.
+class RedisClient final : public SharedStateClient {
+ public:
+  RedisClient(std::shared_ptr<RedisConnection> connection, RedisKeys keys, std::string gateway)
+      : connection_(std::move(connection)), keys_(std::move(keys)), gateway_(std::move(gateway)) {}
+  ~RedisClient() override { connection_->shutdown(); }
+
+  bool distributed() const override { return true; }
+
+  asio::awaitable<AdmitResult> admit(const AdmitRequest& request) override {
+    int64_t interval_us = 0;
+    int64_t tolerance_us = 0;
+    if (request.rate_per_second > 0) {
+      interval_us = std::max<int64_t>(1, std::llround(1e6 / request.rate_per_second));
+      tolerance_us = std::llround(std::max(0.0, request.rate_burst - 1.0) *
+                                  static_cast<double>(interval_us));
+    }
+    auto commands = single(scriptCommand(
+        ScriptId::kAdmit, 3,
+        {keys_.rate(request.model), keys_.live(request.model),
+         keys_.run(request.model, request.replica), gateway_,
+         std::to_string(std::max<int64_t>(0, request.max_inflight)), std::to_string(interval_us),
+         std::to_string(tolerance_us)}));
+    commands[0].on_late_reply = &undoLateAdmission;
+    auto connection = connection_;
+    auto replies = co_await connection->call(std::move(commands));
+    AdmitResult result;  // kDegraded
+    if (!replies || !(*replies)[0].isArray()) co_return result;
+    const RedisValue& reply = (*replies)[0];
+    switch (reply.integerAt(0, -1)) {
+      case 0: result.verdict = AdmitVerdict::kAdmitted; break;
+      case 1: result.verdict = AdmitVerdict::kInflightLimit; break;
+      case 2: result.verdict = AdmitVerdict::kRateLimited; break;
+      default: co_return result;
+    }
+    result.inflight = reply.integerAt(1);
+    result.retry_after = reply.integerAt(2) * 1000;  // µs → ns
+    co_return result;
+  }
+
+  void release(std::string_view model, std::string_view replica) override {
+    connection_->send(scriptCommand(ScriptId::kRelease, 1, {keys_.run(model, replica), gateway_}));
+  }
+
+  asio::awaitable<SessionPin> lookupSession(std::string_view model, std::string_view session,
+                                            TimeNs ttl) override {
+    auto commands = single(plainCommand(
+        {"GETEX", keys_.session(model, session), "PX", std::to_string(toMs(ttl))}));
+    auto connection = connection_;
+    co_return pinFrom(co_await connection->call(std::move(commands)));
+  }
+
+  asio::awaitable<SessionPin> pinSession(std::string_view model, std::string_view session,
+                                         std::string_view expected, std::string_view replica,
+                                         TimeNs ttl) override {
+    auto commands = single(scriptCommand(
+        ScriptId::kPinSession, 1,
+        {keys_.session(model, session), std::string(expected), std::string(replica),
+         std::to_string(toMs(ttl))}));
+    auto connection = connection_;
+    co_return pinFrom(co_await connection->call(std::move(commands)));
+  }
+
+  void recordJob(std::string_view job_id, std::string_view model, std::string_view replica,
+                 TimeNs ttl) override {
+    connection_->send(scriptCommand(ScriptId::kRecordJob, 1,
+                                    {keys_.job(job_id), std::string(model), std::string(replica),
+                                     std::to_string(toMs(ttl))}));
+  }
+
+  asio::awaitable<JobOwner> lookupJob(std::string_view job_id) override {
+    auto commands = single(plainCommand({"HMGET", keys_.job(job_id), "model", "replica"}));
+    auto connection = connection_;
+    auto replies = co_await connection->call(std::move(commands));
+    JobOwner owner;
+    if (!replies || !(*replies)[0].isArray() || (*replies)[0].elements.size() != 2) {
+      owner.degraded = true;
+      co_return owner;
+    }
+    owner.model = std::move((*replies)[0].elements[0].text);  // empty when nil
+    owner.replica = std::move((*replies)[0].elements[1].text);
+    co_return owner;
+  }
+
+  const SharedStateStats& stats() const override { return connection_->stats(); }
+
+ private:
+  static SessionPin pinFrom(std::optional<std::vector<RedisValue>> replies) {
+    SessionPin pin;
+    if (!replies) {
+      pin.degraded = true;
+    } else if ((*replies)[0].type == RedisValue::Type::kString) {
+      pin.replica = std::move((*replies)[0].text);
+    }
+    return pin;
+  }
+
+  std::shared_ptr<RedisConnection> connection_;
+  RedisKeys keys_;
+  std::string gateway_;
+};
+
+class RedisSync final : public SharedStateSync {
+ public:
+  RedisSync(std::shared_ptr<RedisConnection> connection, RedisKeys keys, std::string gateway)
+      : connection_(std::move(connection)), keys_(std::move(keys)), gateway_(std::move(gateway)) {}
+  ~RedisSync() override { connection_->shutdown(); }
+
+  bool distributed() const override { return true; }
+
+  asio::awaitable<bool> publish(std::span<const ReplicaReport> reports,
+                                TimeNs liveness_ttl) override {
+    const int64_t ttl_ms = toMs(liveness_ttl);
+    std::vector<RedisCommand> commands;
+    for (const ModelGroup& group : groupByModel(reports)) {
+      // The heartbeat also reaps long-dead gateways from the run keys this gateway reports.
+      std::vector<std::string> args{keys_.live(group.model)};
+      for (size_t i : group.indices) args.push_back(keys_.run(group.model, reports[i].replica));
+      const int key_count = static_cast<int>(args.size());
+      args.push_back(gateway_);
+      args.push_back(std::to_string(ttl_ms));
+      args.push_back(std::to_string(ttl_ms * kReapAfterTtls));
+      commands.push_back(scriptCommand(ScriptId::kHeartbeat, key_count, std::move(args)));
+    }
+    for (const ReplicaReport& report : reports) {
+      if (report.publish_running) {
+        commands.push_back(plainCommand({"HSET", keys_.run(report.model, report.replica),
+                                         gateway_, std::to_string(report.running)}));
+      }
+      std::string tokens_key = keys_.tokens(report.model, report.replica);
+      commands.push_back(plainCommand(
+          {"HSET", tokens_key, gateway_,
+           fmt::format("{} {} {} {} {}", report.output_tokens, report.prefill_tokens,
+                       report.prefill_ns, report.tokenless_requests,
+                       report.tokenless_latency_ns)}));
+      commands.push_back(
+          plainCommand({"PEXPIRE", std::move(tokens_key), std::string(kTokenRetentionMs)}));
+    }
+    if (commands.empty()) co_return true;
+    auto connection = connection_;
+    co_return (co_await connection->call(std::move(commands))).has_value();
+  }
+
+  asio::awaitable<std::optional<std::vector<ReplicaGlobalView>>> read(
+      std::span<const ReplicaReport> replicas) override {
+    std::vector<ReplicaGlobalView> views(replicas.size());
+    std::vector<ModelGroup> groups = groupByModel(replicas);
+    std::vector<RedisCommand> commands;
+    for (const ModelGroup& group : groups) {
+      std::vector<std::string> args{keys_.live(group.model)};
+      for (size_t i : group.indices) {
+        views[i].model = replicas[i].model;
+        views[i].replica = replicas[i].replica;
+        args.push_back(keys_.run(group.model, replicas[i].replica));
+        args.push_back(keys_.tokens(group.model, replicas[i].replica));
+      }
+      const int key_count = static_cast<int>(args.size());
+      args.push_back(gateway_);
+      commands.push_back(scriptCommand(ScriptId::kRead, key_count, std::move(args)));
+    }
+    if (commands.empty()) co_return views;
+    auto connection = connection_;
+    auto replies = co_await connection->call(std::move(commands));
+    if (!replies) co_return std::nullopt;
+    for (size_t g = 0; g < groups.size(); ++g) {
+      const RedisValue& reply = (*replies)[g];
+      if (!reply.isArray()) co_return std::nullopt;
+      const auto live = static_cast<int>(reply.integerAt(0, 1));
+      for (size_t n = 0; n < groups[g].indices.size(); ++n) {
+        ReplicaGlobalView& view = views[groups[g].indices[n]];
+        const size_t base = 1 + 6 * n;
+        view.live_gateways = live;
+        view.others_running = reply.integerAt(base);
+        view.output_tokens = reply.integerAt(base + 1);
+        view.prefill_tokens = reply.integerAt(base + 2);
+        view.prefill_ns = reply.integerAt(base + 3);
+        view.tokenless_requests = reply.integerAt(base + 4);
+        view.tokenless_latency_ns = reply.integerAt(base + 5);
+      }
+    }
+    co_return views;
+  }
+
+  const SharedStateStats& stats() const override { return connection_->stats(); }
+
+ private:
+  std::shared_ptr<RedisConnection> connection_;
+  RedisKeys keys_;
+  std::string gateway_;
+};
+
+class RedisBackend final : public SharedStateBackend {
+ public:
+  RedisBackend(SharedStateSettings settings, std::string gateway)
+      : settings_(std::move(settings)), gateway_(std::move(gateway)) {}
+
+  std::unique_ptr<SharedStateClient> makeClient(asio::any_io_executor executor) override {
+    return std::make_unique<RedisClient>(
+        RedisConnection::create(std::move(executor), settings_, settings_.call_timeout),
+        RedisKeys(settings_.key_prefix), gateway_);
+  }
+  std::unique_ptr<SharedStateSync> makeSync(asio::any_io_executor executor) override {
+    return std::make_unique<RedisSync>(
+        RedisConnection::create(std::move(executor), settings_, settings_.sync_timeout),
+        RedisKeys(settings_.key_prefix), gateway_);
+  }
+  const std::string& gatewayId() const override { return gateway_; }
+
+ private:
+  SharedStateSettings settings_;
+  std::string gateway_;
+};
+
+}  // namespace
+
+std::shared_ptr<SharedStateBackend> makeRedisBackend(const SharedStateSettings& settings,
+                                                     std::string gateway_id) {
+  return std::make_shared<RedisBackend>(settings, std::move(gateway_id));
+}
+
+}  // namespace switchyard::state

@@ -1,0 +1,43 @@
+// Builds the Redis keys of the layout documented in redis_backend.h.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace switchyard::state::redis {
+
+class RedisKeys {
+ public:
+  explicit RedisKeys(std::string prefix) : prefix_(std::move(prefix)) {}
+
+  std::string live(std::string_view model) const { return modelKey(model, "live", {}); }
+  std::string run(std::string_view model, std::string_view replica) const {
+    return modelKey(model, "run:", replica);
+  }
+  std::string tokens(std::string_view model, std::string_view replica) const {
+    return modelKey(model, "tok:", replica);
+  }
+  std::string rate(std::string_view model) const { return modelKey(model, "rate", {}); }
+  std::string session(std::string_view model, std::string_view session) const {
+    return modelKey(model, "sess:", session);
+  }
+  std::string job(std::string_view job_id) const {
+    std::string key;
+    key.reserve(prefix_.size() + job_id.size() + 7);
+    key.append(prefix_).append(":job:{").append(job_id).append("}");
+    return key;
+  }
+
+ private:
+  std::string modelKey(std::string_view model, std::string_view kind,
+                       std::string_view name) const {
+    std::string key;
+    key.reserve(prefix_.size() + model.size() + kind.size() + name.size() + 4);
+    key.append(prefix_).append(":{").append(model).append("}:").append(kind).append(name);
+    return key;
+  }
+
+  std::string prefix_;
+};
+
+}  // namespace switchyard::state::redis

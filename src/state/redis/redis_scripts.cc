@@ -1,0 +1,124 @@
+#include "state/redis/redis_scripts.h"
+
+namespace switchyard::state::redis {
+namespace {
+
+// Shared prologue: the current time from Redis, and the set of gateways whose heartbeat in
+// KEYS[live] is current. Lua numbers are doubles: microseconds since 1970 fit in 53 bits.
+#define SY_NOW_AND_LIVE(LIVE_KEY)                                         \
+  "local t = redis.call('TIME')\n"                                        \
+  "local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"            \
+  "local now_ms = math.floor(now_us / 1000)\n"                            \
+  "local gw = ARGV[1]\n"                                                  \
+  "local live = {}\n"                                                     \
+  "local hb = redis.call('HGETALL', " LIVE_KEY ")\n"                      \
+  "for i = 1, #hb, 2 do\n"                                                \
+  "  if tonumber(hb[i + 1]) >= now_ms then live[hb[i]] = true end\n"      \
+  "end\n"                                                                 \
+  "live[gw] = true\n"
+
+constexpr std::string_view kAdmitSource = SY_NOW_AND_LIVE("KEYS[2]") R"lua(
+local limit = tonumber(ARGV[2])
+local interval = tonumber(ARGV[3])
+local tolerance = tonumber(ARGV[4])
+local sum = 0
+local runs = redis.call('HGETALL', KEYS[3])
+for i = 1, #runs, 2 do
+  if live[runs[i]] then sum = sum + tonumber(runs[i + 1]) end
+end
+local new_tat = nil
+if interval > 0 then
+  local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
+  local start = math.max(tat, now_us)
+  if start - now_us > tolerance then return {2, sum, start - now_us - tolerance} end
+  new_tat = start + interval
+end
+if limit > 0 and sum >= limit then return {1, sum, 0} end
+if new_tat then
+  redis.call('SET', KEYS[1], string.format('%.0f', new_tat), 'PX',
+             math.floor((new_tat - now_us) / 1000) + 1000)
+end
+redis.call('HINCRBY', KEYS[3], gw, 1)
+return {0, sum + 1, 0}
+)lua";
+
+constexpr std::string_view kReleaseSource = R"lua(
+local left = redis.call('HINCRBY', KEYS[1], ARGV[1], -1)
+if left <= 0 then redis.call('HDEL', KEYS[1], ARGV[1]) end
+return 0
+)lua";
+
+constexpr std::string_view kHeartbeatSource = R"lua(
+local t = redis.call('TIME')
+local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[2])
+local reap_before = now_ms - tonumber(ARGV[3])
+local hb = redis.call('HGETALL', KEYS[1])
+for i = 1, #hb, 2 do
+  if hb[i] ~= ARGV[1] and tonumber(hb[i + 1]) < reap_before then
+    redis.call('HDEL', KEYS[1], hb[i])
+    for k = 2, #KEYS do redis.call('HDEL', KEYS[k], hb[i]) end
+  end
+end
+redis.call('HSET', KEYS[1], ARGV[1], string.format('%.0f', now_ms + ttl))
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[3]) + ttl)
+return 1
+)lua";
+
+constexpr std::string_view kReadSource = SY_NOW_AND_LIVE("KEYS[1]") R"lua(
+local live_count = 0
+for _ in pairs(live) do live_count = live_count + 1 end
+local out = {live_count}
+for k = 2, #KEYS, 2 do
+  local others = 0
+  local runs = redis.call('HGETALL', KEYS[k])
+  for i = 1, #runs, 2 do
+    if runs[i] ~= gw and live[runs[i]] then others = others + tonumber(runs[i + 1]) end
+  end
+  local sums = {0, 0, 0, 0, 0}
+  for _, v in ipairs(redis.call('HVALS', KEYS[k + 1])) do
+    local j = 1
+    for n in string.gmatch(v, '%S+') do
+      if j <= 5 then sums[j] = sums[j] + (tonumber(n) or 0) end
+      j = j + 1
+    end
+  end
+  out[#out + 1] = others
+  for j = 1, 5 do out[#out + 1] = sums[j] end
+end
+return out
+)lua";
+
+constexpr std::string_view kPinSessionSource = R"lua(
+local current = redis.call('GET', KEYS[1])
+if (not current) or current == '' or current == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+  return ARGV[2]
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return current
+)lua";
+
+constexpr std::string_view kRecordJobSource = R"lua(
+redis.call('HSET', KEYS[1], 'model', ARGV[1], 'replica', ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1
+)lua";
+
+#undef SY_NOW_AND_LIVE
+
+}  // namespace
+
+std::string_view scriptSource(ScriptId script) {
+  switch (script) {
+    case ScriptId::kAdmit: return kAdmitSource;
+    case ScriptId::kRelease: return kReleaseSource;
+    case ScriptId::kHeartbeat: return kHeartbeatSource;
+    case ScriptId::kRead: return kReadSource;
+    case ScriptId::kPinSession: return kPinSessionSource;
+    case ScriptId::kRecordJob: return kRecordJobSource;
+  }
+  return {};
+}
+
+}  // namespace switchyard::state::redis

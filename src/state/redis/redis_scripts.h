@@ -1,0 +1,37 @@
+// The Lua scripts that make the Redis backend's read-check-write steps atomic.
+//
+// Each script touches only the keys passed to it, all under one model's hash tag (or one job's),
+// so it runs on a single Redis Cluster shard. Clock: Redis's own TIME, so every gateway compares
+// heartbeats and rate-limit arrival times on one timeline regardless of its own clock (Redis 7
+// replicates script effects, which makes TIME usable before writes).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace switchyard::state::redis {
+
+enum class ScriptId : uint8_t {
+  // KEYS: rate, live, run:REPLICA. ARGV: gateway, max_inflight, interval_us, tolerance_us.
+  // Returns {verdict (0 admitted, 1 in-flight limit, 2 rate limited), in-flight sum over live
+  // gateways after the call, retry_after_us}.
+  kAdmit,
+  // KEYS: run:REPLICA. ARGV: gateway. Decrements this gateway's count, never below zero.
+  kRelease,
+  // KEYS: live, then the run:REPLICA keys this gateway reports. ARGV: gateway, ttl_ms,
+  // reap_after_ms. Renews this gateway's heartbeat; drops gateways dead for reap_after_ms.
+  kHeartbeat,
+  // KEYS: live, then run:REPLICA, tok:REPLICA per replica. ARGV: gateway.
+  // Returns {live gateways (this one included), then per replica: others_running, output tokens,
+  // prefill tokens, prefill ns, tokenless requests, tokenless ns}.
+  kRead,
+  // KEYS: sess:SESSION. ARGV: expected, replica, ttl_ms. Returns the pin in force afterwards.
+  kPinSession,
+  // KEYS: job:{ID}. ARGV: model, replica, ttl_ms.
+  kRecordJob,
+};
+inline constexpr size_t kScriptCount = 6;
+
+std::string_view scriptSource(ScriptId script);
+
+}  // namespace switchyard::state::redis

@@ -1,0 +1,324 @@
+// The SharedState contract, held against both backends: several gateways sharing one store.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "redis/state_harness.h"
+
+namespace switchyard::state::testing {
+namespace {
+
+constexpr TimeNs kLongTtl = 60 * kNsPerSec;
+
+// One gateway of the fleet under test: its backend, a request-path client and a sync, all on
+// the test's io_context.
+struct Gateway {
+  std::shared_ptr<SharedStateBackend> backend;
+  std::unique_ptr<SharedStateClient> client;
+  std::unique_ptr<SharedStateSync> sync;
+};
+
+ReplicaReport report(std::string model, std::string replica, int64_t running = 0,
+                     bool publish_running = false) {
+  ReplicaReport r;
+  r.model = std::move(model);
+  r.replica = std::move(replica);
+  r.running = running;
+  r.publish_running = publish_running;
+  return r;
+}
+
+template <typename Harness>
+class SharedStateContractTest : public ::testing::Test {
+ protected:
+  Gateway& gateway(const std::string& id) {
+    auto& g = gateways_.emplace_back(std::make_unique<Gateway>());
+    g->backend = harness_.gateway(id);
+    g->client = g->backend->makeClient(io_.get_executor());
+    g->sync = g->backend->makeSync(io_.get_executor());
+    return *g;
+  }
+  template <typename T>
+  T run(asio::awaitable<T> awaitable) {
+    return runAwait(io_, std::move(awaitable));
+  }
+  AdmitResult admit(Gateway& g, std::string_view replica, int64_t limit) {
+    return run(g.client->admit(AdmitRequest{"m1", replica, limit}));
+  }
+  // A heartbeat for model m1, valid for `ttl`, that leaves the in-flight counts alone.
+  void heartbeat(Gateway& g, TimeNs ttl = kLongTtl) {
+    const ReplicaReport hb = report("m1", "r1");
+    ASSERT_TRUE(run(g.sync->publish({&hb, 1}, ttl)));
+  }
+  // Fire-and-forget calls are ordered before the next call on the same client.
+  void flush(Gateway& g) { run(g.client->lookupJob("flush")); }
+  ReplicaGlobalView readOne(Gateway& g, const std::string& model, const std::string& replica) {
+    const ReplicaReport wanted = report(model, replica);
+    auto views = run(g.sync->read({&wanted, 1}));
+    EXPECT_TRUE(views.has_value());
+    if (!views || views->size() != 1) return {};
+    return (*views)[0];
+  }
+
+  asio::io_context io_;  // first: destroyed after the clients that use it
+  Harness harness_;
+  std::vector<std::unique_ptr<Gateway>> gateways_;
+};
+
+using Backends = ::testing::Types<MemoryHarness, RedisHarness>;
+struct BackendNames {
+  template <typename T>
+  static std::string GetName(int) {
+    return T::kName;
+  }
+};
+TYPED_TEST_SUITE(SharedStateContractTest, Backends, BackendNames);
+
+TYPED_TEST(SharedStateContractTest, ConcurrentGatewaysNeverExceedTheLimit) {
+  constexpr int64_t kLimit = 12;
+  constexpr int kAttemptsPerGateway = 10;
+  std::vector<Gateway*> gateways;
+  for (const char* id : {"a", "b", "c"}) {
+    gateways.push_back(&this->gateway(id));
+    this->heartbeat(*gateways.back());
+  }
+  // Each gateway admits from its own thread and io_context, all its calls in flight at once.
+  std::atomic<int> admitted_total{0};
+  std::vector<int> admitted(gateways.size(), 0);
+  std::vector<std::thread> threads;
+  for (size_t g = 0; g < gateways.size(); ++g) {
+    threads.emplace_back([&, g] {
+      asio::io_context io;
+      auto client = gateways[g]->backend->makeClient(io.get_executor());
+      for (int i = 0; i < kAttemptsPerGateway; ++i) {
+        asio::co_spawn(io, client->admit(AdmitRequest{"m1", "r1", kLimit}),
+                       [&, g](std::exception_ptr, AdmitResult result) {
+                         EXPECT_NE(result.verdict, AdmitVerdict::kDegraded);
+                         if (result.verdict == AdmitVerdict::kAdmitted) {
+                           EXPECT_LE(result.inflight, kLimit);
+                           ++admitted[g];
+                           ++admitted_total;
+                         }
+                       });
+      }
+      io.run_for(std::chrono::seconds(10));
+      client.reset();
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(admitted_total.load(), kLimit);
+
+  // a sees the others' admissions; after every release the replica is empty again.
+  const auto view = this->readOne(*gateways[0], "m1", "r1");
+  EXPECT_EQ(view.others_running, admitted[1] + admitted[2]);
+  EXPECT_EQ(view.live_gateways, 3);
+  for (size_t g = 0; g < gateways.size(); ++g) {
+    for (int i = 0; i < admitted[g]; ++i) gateways[g]->client->release("m1", "r1");
+    this->flush(*gateways[g]);
+  }
+  EXPECT_EQ(this->readOne(*gateways[0], "m1", "r1").others_running, 0);
+  const AdmitResult again = this->admit(*gateways[0], "r1", kLimit);
+  EXPECT_EQ(again.verdict, AdmitVerdict::kAdmitted);
+  EXPECT_EQ(again.inflight, 1);
+}
+
+TYPED_TEST(SharedStateContractTest, RefusalCountsNothingAndReleaseNeverGoesNegative) {
+  Gateway& a = this->gateway("a");
+  Gateway& b = this->gateway("b");
+  this->heartbeat(a);
+  this->heartbeat(b);
+  EXPECT_EQ(this->admit(a, "r1", 2).verdict, AdmitVerdict::kAdmitted);
+  EXPECT_EQ(this->admit(a, "r1", 2).inflight, 2);
+  for (int i = 0; i < 3; ++i) {
+    const AdmitResult refused = this->admit(b, "r1", 2);
+    EXPECT_EQ(refused.verdict, AdmitVerdict::kInflightLimit);
+    EXPECT_EQ(refused.inflight, 2);
+  }
+  EXPECT_EQ(this->readOne(a, "m1", "r1").others_running, 0);  // b counted nothing
+  a.client->release("m1", "r1");
+  this->flush(a);
+  const AdmitResult admitted = this->admit(b, "r1", 2);
+  EXPECT_EQ(admitted.verdict, AdmitVerdict::kAdmitted);
+  EXPECT_EQ(admitted.inflight, 2);
+  EXPECT_EQ(this->readOne(a, "m1", "r1").others_running, 1);
+  // More releases than admissions: b's count stops at zero and a's is untouched.
+  for (int i = 0; i < 3; ++i) b.client->release("m1", "r1");
+  this->flush(b);
+  EXPECT_EQ(this->readOne(a, "m1", "r1").others_running, 0);
+  EXPECT_EQ(this->readOne(b, "m1", "r1").others_running, 1);
+  // No limit: counted anyway.
+  EXPECT_EQ(this->admit(b, "r1", 0).inflight, 2);
+}
+
+TYPED_TEST(SharedStateContractTest, LapsedHeartbeatStopsCounting) {
+  Gateway& a = this->gateway("a");
+  Gateway& c = this->gateway("c");
+  this->heartbeat(a);
+  this->heartbeat(c, this->harness_.shortTtl());
+  EXPECT_EQ(this->admit(c, "r1", 3).verdict, AdmitVerdict::kAdmitted);
+  EXPECT_EQ(this->admit(c, "r1", 3).verdict, AdmitVerdict::kAdmitted);
+  EXPECT_EQ(this->admit(a, "r1", 3).inflight, 3);
+  EXPECT_EQ(this->admit(a, "r1", 3).verdict, AdmitVerdict::kInflightLimit);
+  EXPECT_EQ(this->readOne(a, "m1", "r1").others_running, 2);
+
+  this->harness_.pass(this->harness_.shortTtl() * 3 / 2);  // c's heartbeat lapses
+  const AdmitResult admitted = this->admit(a, "r1", 3);
+  EXPECT_EQ(admitted.verdict, AdmitVerdict::kAdmitted);
+  EXPECT_EQ(admitted.inflight, 2);  // a's own two; c's are ignored
+  const auto view = this->readOne(a, "m1", "r1");
+  EXPECT_EQ(view.others_running, 0);
+  EXPECT_EQ(view.live_gateways, 1);
+  // c counts itself still, and counts again for others once it heartbeats.
+  EXPECT_EQ(this->admit(c, "r1", 0).inflight, 5);
+  this->heartbeat(c);
+  EXPECT_EQ(this->readOne(a, "m1", "r1").others_running, 3);
+}
+
+TYPED_TEST(SharedStateContractTest, RateLimitIsSharedAcrossGateways) {
+  Gateway& a = this->gateway("a");
+  Gateway& b = this->gateway("b");
+  Gateway& c = this->gateway("c");
+  const AdmitRequest request{"m1", "r1", 0, /*rate_per_second=*/1, /*rate_burst=*/3};
+  for (Gateway* g : {&a, &b, &c}) {
+    EXPECT_EQ(this->run(g->client->admit(request)).verdict, AdmitVerdict::kAdmitted);
+  }
+  const AdmitResult limited = this->run(b.client->admit(request));
+  EXPECT_EQ(limited.verdict, AdmitVerdict::kRateLimited);
+  EXPECT_GT(limited.retry_after, 0);
+  EXPECT_LE(limited.retry_after, kNsPerSec);
+  EXPECT_EQ(limited.inflight, 1);  // b's own admission; no heartbeats, so only its own count
+  EXPECT_EQ(this->run(a.client->admit(request)).verdict, AdmitVerdict::kRateLimited);
+
+  this->harness_.pass(limited.retry_after + 50 * kNsPerMs);
+  const AdmitResult after = this->run(c.client->admit(request));
+  EXPECT_EQ(after.verdict, AdmitVerdict::kAdmitted);
+  EXPECT_EQ(after.inflight, 2);
+}
+
+TYPED_TEST(SharedStateContractTest, ReadSumsOtherLiveGatewaysAndEveryonesTokens) {
+  Gateway& a = this->gateway("a");
+  Gateway& b = this->gateway("b");
+  Gateway& c = this->gateway("c");
+  auto tokens = [](ReplicaReport r, int64_t base) {
+    r.output_tokens = base;
+    r.prefill_tokens = base * 2;
+    r.prefill_ns = base * 3;
+    r.tokenless_requests = base * 4;
+    r.tokenless_latency_ns = base * 5;
+    return r;
+  };
+  const std::vector<ReplicaReport> from_a = {tokens(report("m1", "r1", 5, true), 100),
+                                             report("m2", "x", 4, true)};
+  const std::vector<ReplicaReport> from_b = {tokens(report("m1", "r1", 3, true), 10),
+                                             report("m2", "x", 6, true)};
+  const std::vector<ReplicaReport> from_c = {tokens(report("m1", "r1", 7, true), 1)};
+  EXPECT_TRUE(this->run(a.sync->publish(from_a, kLongTtl)));
+  EXPECT_TRUE(this->run(b.sync->publish(from_b, kLongTtl)));
+  EXPECT_TRUE(this->run(c.sync->publish(from_c, this->harness_.shortTtl())));
+  // The request path owns r3's count here: publishing with publish_running false keeps it.
+  EXPECT_EQ(this->admit(a, "r3", 0).verdict, AdmitVerdict::kAdmitted);
+  EXPECT_EQ(this->admit(a, "r3", 0).verdict, AdmitVerdict::kAdmitted);
+  const ReplicaReport a_r3 = report("m1", "r3", 99, false);
+  EXPECT_TRUE(this->run(a.sync->publish({&a_r3, 1}, kLongTtl)));
+
+  const std::vector<ReplicaReport> wanted = {report("m1", "r1"), report("m2", "x"),
+                                             report("m1", "r3"), report("m1", "unknown")};
+  auto views = this->run(a.sync->read(wanted));
+  ASSERT_TRUE(views.has_value());
+  ASSERT_EQ(views->size(), 4u);
+  EXPECT_EQ((*views)[0].model, "m1");
+  EXPECT_EQ((*views)[0].replica, "r1");
+  EXPECT_EQ((*views)[0].others_running, 10);  // b and c, not a itself
+  EXPECT_EQ((*views)[0].live_gateways, 3);
+  EXPECT_EQ((*views)[1].replica, "x");
+  EXPECT_EQ((*views)[1].others_running, 6);
+  EXPECT_EQ((*views)[1].live_gateways, 2);
+  EXPECT_EQ(this->readOne(b, "m1", "r3").others_running, 2);
+  EXPECT_EQ((*views)[3].others_running, 0);
+  EXPECT_EQ((*views)[3].output_tokens, 0);
+
+  this->harness_.pass(this->harness_.shortTtl() * 3 / 2);  // c is no longer live
+  views = this->run(a.sync->read(wanted));
+  ASSERT_TRUE(views.has_value());
+  const ReplicaGlobalView& r1 = (*views)[0];
+  EXPECT_EQ(r1.others_running, 3);
+  EXPECT_EQ(r1.live_gateways, 2);
+  // Tokens: every gateway that reported, this one and the lapsed one included.
+  EXPECT_EQ(r1.output_tokens, 111);
+  EXPECT_EQ(r1.prefill_tokens, 222);
+  EXPECT_EQ(r1.prefill_ns, 333);
+  EXPECT_EQ(r1.tokenless_requests, 444);
+  EXPECT_EQ(r1.tokenless_latency_ns, 555);
+}
+
+TYPED_TEST(SharedStateContractTest, SessionPinRaceHasOneWinner) {
+  Gateway& a = this->gateway("a");
+  Gateway& b = this->gateway("b");
+  Gateway& c = this->gateway("c");
+  // Both pins in flight together.
+  std::vector<SessionPin> pins;
+  for (auto [g, replica] : {std::pair{&a, "ra"}, std::pair{&b, "rb"}}) {
+    asio::co_spawn(this->io_, g->client->pinSession("m1", "s1", "", replica, kLongTtl),
+                   [&](std::exception_ptr, SessionPin pin) { pins.push_back(pin); });
+  }
+  this->io_.restart();
+  for (int i = 0; i < 200 && pins.size() < 2; ++i) {
+    this->io_.run_one_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(pins.size(), 2u);
+  EXPECT_FALSE(pins[0].degraded);
+  EXPECT_EQ(pins[0].replica, pins[1].replica);
+  const std::string winner = pins[0].replica;
+  EXPECT_TRUE(winner == "ra" || winner == "rb") << winner;
+  EXPECT_EQ(this->run(c.client->lookupSession("m1", "s1", kLongTtl)).replica, winner);
+
+  // Re-pinning needs the pin in force as `expected`.
+  EXPECT_EQ(this->run(c.client->pinSession("m1", "s1", "stale", "rc", kLongTtl)).replica, winner);
+  EXPECT_EQ(this->run(c.client->pinSession("m1", "s1", winner, "rc", kLongTtl)).replica, "rc");
+  EXPECT_EQ(this->run(a.client->lookupSession("m1", "s1", kLongTtl)).replica, "rc");
+  // Another model's session of the same name is separate.
+  EXPECT_EQ(this->run(a.client->lookupSession("m2", "s1", kLongTtl)).replica, "");
+}
+
+TYPED_TEST(SharedStateContractTest, SessionTtlSlidesOnLookupThenExpires) {
+  Gateway& a = this->gateway("a");
+  Gateway& b = this->gateway("b");
+  const TimeNs ttl = this->harness_.shortTtl();
+  EXPECT_EQ(this->run(a.client->pinSession("m1", "s1", "", "ra", ttl)).replica, "ra");
+  this->harness_.pass(ttl * 6 / 10);
+  EXPECT_EQ(this->run(b.client->lookupSession("m1", "s1", ttl)).replica, "ra");  // refreshed
+  this->harness_.pass(ttl * 6 / 10);
+  EXPECT_EQ(this->run(b.client->lookupSession("m1", "s1", ttl)).replica, "ra");
+  this->harness_.pass(ttl * 3 / 2);
+  const SessionPin expired = this->run(a.client->lookupSession("m1", "s1", ttl));
+  EXPECT_FALSE(expired.degraded);
+  EXPECT_EQ(expired.replica, "");
+  EXPECT_EQ(this->run(b.client->pinSession("m1", "s1", "", "rb", ttl)).replica, "rb");
+}
+
+TYPED_TEST(SharedStateContractTest, JobRecordedByOneGatewayIsFoundByAnother) {
+  Gateway& a = this->gateway("a");
+  Gateway& b = this->gateway("b");
+  a.client->recordJob("batch_123", "m1", "r2", kLongTtl);
+  a.client->recordJob("file_9", "m2", "r7", this->harness_.shortTtl());
+  this->flush(a);
+  const JobOwner owner = this->run(b.client->lookupJob("batch_123"));
+  EXPECT_FALSE(owner.degraded);
+  EXPECT_EQ(owner.model, "m1");
+  EXPECT_EQ(owner.replica, "r2");
+  EXPECT_EQ(this->run(b.client->lookupJob("file_9")).replica, "r7");
+  const JobOwner unknown = this->run(b.client->lookupJob("nope"));
+  EXPECT_FALSE(unknown.degraded);
+  EXPECT_EQ(unknown.model, "");
+  this->harness_.pass(this->harness_.shortTtl() * 3 / 2);
+  EXPECT_EQ(this->run(b.client->lookupJob("file_9")).model, "");
+  EXPECT_EQ(this->run(b.client->lookupJob("batch_123")).model, "m1");
+  EXPECT_GT(b.client->stats().calls.load(), 0);
+  EXPECT_EQ(b.client->stats().degraded.load(), 0);
+}
+
+}  // namespace
+}  // namespace switchyard::state::testing
