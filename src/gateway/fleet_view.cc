@@ -89,10 +89,12 @@ std::string renderFleetJson(const fleet::FleetSnapshot& snapshot, TimeNs now) {
                      health::healthStateName(replica.state->health()),
                      health::healthReasonName(replica.state->healthReason()));
       fmt::format_to(std::back_inserter(out),
-                     R"("running":{},"requests_total":{},"output_tokens_total":{},)"
+                     R"("running":{},"global_running":{},"requests_total":{},)"
+                     R"("output_tokens_total":{},)"
                      R"("input_tokens_total":{},"upstream_errors_total":{},)"
                      R"("consecutive_failures":{},"signals":{{)",
-                     c.running.load(), c.requests_total.load(), c.output_tokens_total.load(),
+                     c.running.load(), replica.state->globalRunning(), c.requests_total.load(),
+                     c.output_tokens_total.load(),
                      c.input_tokens_total.load(), c.upstream_errors_total.load(),
                      c.consecutive_failures.load());
       TimeNs age = -1;

@@ -458,7 +458,8 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn,
         routing::route(*snapshot, *model, route_request, rng, scratch);
     observer.onDecision(conn.observed, decision, routing_started, now());
     if (decision.chosen < 0) {
-      saturated = decision.saturated > 0;
+      // Replicas lost to an admission race are at their limit too (set aside as "tried").
+      saturated = decision.saturated > 0 || admission_races > 0;
       break;
     }
     const std::shared_ptr<fleet::ReplicaState>& replica = model->replicas[decision.chosen].state;

@@ -209,8 +209,8 @@ TEST(Observer, RecordingADecisionAllocatesNothingInSteadyState) {
   EXPECT_EQ(scope.count(), 0u);
   // Guards the measurement itself: an allocation on this thread is seen.
   switchyard::testing::AllocationScope check;
-  auto* p = new int(1);
-  delete p;
+  void* p = ::operator new(16);  // a direct call: unlike a new-expression, never elided
+  ::operator delete(p);
   EXPECT_EQ(check.count(), 1u);
   EXPECT_EQ(w.decisions().copyNewest(100).size(), 4u);
 }

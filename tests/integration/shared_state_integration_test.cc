@@ -1,0 +1,306 @@
+// Several gateways, one view: three gateway processes share state through a real redis-server in
+// front of emulated engines. In-flight limits hold globally, a killed gateway's counts expire,
+// sessions and async jobs follow their replica through any gateway, and losing Redis costs no
+// request. Every test is bounded in time and request count.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <mutex>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "gateway_harness.h"
+#include "support/redis_server.h"
+
+namespace switchyard::testing {
+namespace {
+
+std::string address(uint16_t port) { return "127.0.0.1:" + std::to_string(port); }
+
+// The value of the first sample of `series` (name plus labels, up to the closing brace) in a
+// Prometheus text page; NaN if absent.
+double metricValue(const std::string& page, const std::string& series) {
+  const size_t at = page.find(series);
+  if (at == std::string::npos) return std::nan("");
+  const size_t space = page.find(' ', at + series.size());
+  return std::stod(page.substr(space + 1));
+}
+
+// The engine's own count of requests it is working on.
+double engineRunning(uint16_t engine_port) {
+  const HttpResult r = httpRequest(engine_port, "GET", "/metrics", {}, {}, 2s);
+  return metricValue(r.body, "vllm:num_requests_running{");
+}
+
+class SharedStateTest : public ::testing::Test {
+ protected:
+  void startEngines(int n) {
+    for (int i = 0; i < n; ++i) engines_.push_back(startEngine("A100"));
+  }
+  std::string config(const std::string& model_extra, const std::string& strategy) {
+    std::string replicas;
+    for (auto& e : engines_) replicas += replicaLine(e->port(), "A100");
+    return "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nworkers: 2\n"
+           "shared_state: { backend: redis, address: " + redis_.address() +
+           ", sync_interval_ms: 100, liveness_ttl_ms: 600, call_timeout_ms: 50,\n"
+           "                reconnect_min_ms: 50, reconnect_max_ms: 200 }\n"
+           "retry: { max_attempts: 3, budget_min_per_second: 1000 }\n"
+           "models:\n  - name: llama2-7b\n    routing_strategy: " + strategy + "\n" +
+           model_extra + "    replicas:\n" + replicas;
+  }
+  void startGateways(int n, const std::string& model_extra = "",
+                     const std::string& strategy = "least-request") {
+    config_ = std::make_unique<TempFile>(config(model_extra, strategy), ".yaml");
+    for (int i = 0; i < n; ++i) {
+      gateways_.push_back(std::make_unique<Process>(
+          std::vector<std::string>{"gateway", "--config", config_->path()}));
+      ASSERT_NE(gateways_.back()->port(1), 0);
+    }
+  }
+  uint16_t port(size_t gateway) const { return gateways_[gateway]->port(0); }
+  uint16_t admin(size_t gateway) const { return gateways_[gateway]->port(1); }
+  std::string metrics(size_t gateway) {
+    return httpRequest(admin(gateway), "GET", "/metrics").body;
+  }
+  // Waits until every gateway's sync has seen all gateways alive.
+  void waitForLiveGateways(size_t n) {
+    for (size_t g = 0; g < gateways_.size(); ++g) {
+      EXPECT_TRUE(waitUntil(
+          [&] {
+            return metricValue(metrics(g),
+                               "switchyard_shared_state_live_gateways{model=\"llama2-7b\"}") ==
+                   static_cast<double>(n);
+          },
+          5s))
+          << metrics(g);
+    }
+  }
+
+  RedisServer redis_;
+  std::vector<std::unique_ptr<Process>> engines_;
+  std::unique_ptr<TempFile> config_;
+  std::vector<std::unique_ptr<Process>> gateways_;
+};
+
+TEST_F(SharedStateTest, InflightLimitHoldsGloballyUnderABurstSpreadAcrossGateways) {
+  startEngines(2);
+  startGateways(3, "    limits: { max_inflight_per_replica: 2 }\n");
+  waitForLiveGateways(3);
+  // 24 concurrent requests of ~1 s each, 8 per gateway, against a global capacity of 2 x 2.
+  // Each gateway alone would admit 2 per replica: 6 per replica in total without sharing.
+  std::atomic<bool> done{false};
+  std::atomic<int> ok{0}, rejected{0}, other{0};
+  std::mutex other_mutex;
+  std::string other_answer;
+  double peak[2] = {0, 0};
+  std::thread sampler([&] {
+    while (!done.load()) {
+      for (int e = 0; e < 2; ++e) {
+        const double v = engineRunning(engines_[e]->port());
+        if (std::isfinite(v)) peak[e] = std::max(peak[e], v);
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+  });
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 24; ++i) {
+    clients.emplace_back([&, i] {
+      const HttpResult r = httpRequest(port(i % 3), "POST", "/v1/chat/completions",
+                                       chatBody("llama2-7b", 96), kJson, 30s);
+      (r.status == 200 ? ok : r.status == 429 ? rejected : other)++;
+      if (r.status != 200 && r.status != 429) {
+        std::lock_guard lock(other_mutex);
+        other_answer = std::to_string(r.status) + " " + r.body + r.error;
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  done = true;
+  sampler.join();
+  EXPECT_EQ(other.load(), 0) << other_answer;
+  EXPECT_GE(ok.load(), 4);
+  EXPECT_GE(rejected.load(), 1);  // the burst is far above the global capacity
+  EXPECT_LE(peak[0], 2.0);
+  EXPECT_LE(peak[1], 2.0);
+  EXPECT_GT(peak[0] + peak[1], 0.0);  // the sampler saw the load at all
+  // Admission happened in shared state, not locally.
+  EXPECT_GT(metricValue(metrics(0), "switchyard_shared_state_calls_total{role=\"request\"}"), 0);
+}
+
+TEST_F(SharedStateTest, AKilledGatewaysCountsStopCountingWithinItsLiveness) {
+  startEngines(1);
+  startGateways(2);
+  waitForLiveGateways(2);
+  const std::string replica = address(engines_[0]->port());
+  // Three long streams in flight through gateway 0; gateway 1 must see them.
+  std::vector<std::thread> streams;
+  for (int i = 0; i < 3; ++i) {
+    streams.emplace_back([&] {
+      streamRequest(port(0), "POST", "/v1/chat/completions",
+                    chatBody("llama2-7b", 2000, /*stream=*/true), kJson, 20s);
+    });
+  }
+  EXPECT_TRUE(waitUntil([&] { return fleetField(admin(1), replica, "global_running") == "3"; },
+                        5s))
+      << fleetField(admin(1), replica, "global_running");
+  // SIGKILL: no goodbye, its counts stay in Redis, but its heartbeat stops.
+  gateways_[0]->child().sendSignal(SIGKILL);
+  gateways_[0]->child().waitExit(deadlineIn(5s));
+  gateways_[0]->markStopped();
+  for (auto& t : streams) t.join();  // the streams end with the killed gateway
+  EXPECT_TRUE(waitUntil([&] { return fleetField(admin(1), replica, "global_running") == "0"; },
+                        3s))
+      << fleetField(admin(1), replica, "global_running");
+  EXPECT_TRUE(waitUntil(
+      [&] {
+        return metricValue(metrics(1),
+                           "switchyard_shared_state_live_gateways{model=\"llama2-7b\"}") == 1.0;
+      },
+      3s));
+}
+
+TEST_F(SharedStateTest, SessionsStayPinnedAcrossGatewaysAndRepinOnceWhenTheirReplicaGoes) {
+  startEngines(3);
+  startGateways(3, "", "random");
+  std::map<std::string, std::string> pinned;
+  for (int round = 0; round < 4; ++round) {
+    for (int s = 0; s < 6; ++s) {
+      const std::string session = "session-" + std::to_string(s);
+      Headers headers = kJson;
+      headers.emplace_back("x-session-id", session);
+      const HttpResult r = httpRequest(port((round + s) % 3), "POST", "/v1/chat/completions",
+                                       chatBody("llama2-7b", 2), headers);
+      ASSERT_EQ(r.status, 200) << r.body;
+      const std::string target = r.header("target-pod");
+      if (round == 0) {
+        pinned[session] = target;
+      } else {
+        EXPECT_EQ(target, pinned[session]) << session << " round " << round;
+      }
+    }
+  }
+  // Random routing would have spread 24 requests; the pins kept each session on one replica.
+  // Now the replica of session-0 goes away: its next request is re-pinned once, and every
+  // gateway follows the new pin.
+  const std::string old_target = pinned["session-0"];
+  for (auto& e : engines_) {
+    if (address(e->port()) == old_target) e.reset();  // SIGTERM, waits for a clean exit
+  }
+  Headers headers = kJson;
+  headers.emplace_back("x-session-id", "session-0");
+  const HttpResult moved = httpRequest(port(1), "POST", "/v1/chat/completions",
+                                       chatBody("llama2-7b", 2), headers, 20s);
+  ASSERT_EQ(moved.status, 200) << moved.body;
+  const std::string new_target = moved.header("target-pod");
+  EXPECT_NE(new_target, old_target);
+  for (int i = 0; i < 6; ++i) {
+    const HttpResult r = httpRequest(port(i % 3), "POST", "/v1/chat/completions",
+                                     chatBody("llama2-7b", 2), headers, 20s);
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.header("target-pod"), new_target) << "request " << i;
+  }
+}
+
+TEST_F(SharedStateTest, AJobCreatedThroughOneGatewayIsFollowedUpThroughAnother) {
+  startEngines(3);
+  startGateways(2, "", "random");
+  simdjson::dom::parser parser;
+  for (int i = 0; i < 6; ++i) {
+    // A background response, created through gateway 0...
+    const HttpResult created = httpRequest(
+        port(0), "POST", "/v1/responses",
+        R"({"model":"llama2-7b","input":"hello","background":true,"max_output_tokens":4})", kJson);
+    ASSERT_EQ(created.status, 200) << created.body;
+    const std::string id(parser.parse(created.body)["id"].get_string().value());
+    // ...is read through gateway 1 from the replica that holds it (random routing would find it
+    // on one replica in three).
+    const HttpResult followed = httpRequest(port(1), "GET", "/v1/responses/" + id);
+    ASSERT_EQ(followed.status, 200) << followed.body;
+    EXPECT_EQ(followed.header("target-pod"), created.header("target-pod"));
+    EXPECT_NE(followed.body.find(id), std::string::npos);
+  }
+  // A file uploaded through gateway 1 is read back through gateway 0.
+  const HttpResult file = httpRequest(port(1), "POST", "/v1/files",
+                                      R"({"purpose":"batch","content":"line"})", kJson);
+  ASSERT_EQ(file.status, 200) << file.body;
+  const std::string file_id(parser.parse(file.body)["id"].get_string().value());
+  const HttpResult content = httpRequest(port(0), "GET", "/v1/files/" + file_id + "/content");
+  EXPECT_EQ(content.status, 200) << content.body;
+  EXPECT_EQ(content.header("target-pod"), file.header("target-pod"));
+  // An id no replica owns is a clear 404.
+  const HttpResult unknown = httpRequest(port(0), "GET", "/v1/responses/resp_unknown");
+  EXPECT_EQ(unknown.status, 404) << unknown.body;
+  EXPECT_NE(unknown.body.find("\"error\""), std::string::npos);
+}
+
+TEST_F(SharedStateTest, RedisLostMidLoadCostsNoRequestAndSharedModeResumes) {
+  startEngines(2);
+  startGateways(2, "    limits: { max_inflight_per_replica: 8, requests_per_second_per_replica: 500 }\n");
+  waitForLiveGateways(2);
+  std::atomic<bool> stop{false};
+  std::atomic<int> ok{0}, bad{0};
+  std::vector<std::thread> clients;
+  std::mutex bad_mutex;
+  std::string bad_body;
+  for (int i = 0; i < 4; ++i) {
+    clients.emplace_back([&, i] {
+      for (int n = 0; n < 400 && !stop.load(); ++n) {
+        const HttpResult r = httpRequest(port(i % 2), "POST", "/v1/chat/completions",
+                                         chatBody("llama2-7b", 2), kJson, 10s);
+        if (r.status == 200) {
+          ++ok;
+        } else {
+          ++bad;
+          std::lock_guard lock(bad_mutex);
+          bad_body = std::to_string(r.status) + " " + r.body + r.error;
+        }
+      }
+    });
+  }
+  std::this_thread::sleep_for(700ms);  // load under shared state
+  redis_.stop(/*kill=*/true);
+  std::this_thread::sleep_for(1200ms);  // load with Redis gone
+  const double degraded_while_down =
+      metricValue(metrics(0), "switchyard_shared_state_degraded_total{role=\"request\"}");
+  redis_.start();
+  // Both gateways reconnect and admit through Redis again.
+  for (size_t g = 0; g < 2; ++g) {
+    EXPECT_TRUE(waitUntil(
+        [&] {
+          return metricValue(metrics(g), "switchyard_shared_state_connected{role=\"request\"}") ==
+                 2.0;
+        },
+        5s))
+        << metrics(g);
+  }
+  const double calls_before = metricValue(metrics(0), "switchyard_shared_state_calls_total{role=\"request\"}");
+  const double degraded_before =
+      metricValue(metrics(0), "switchyard_shared_state_degraded_total{role=\"request\"}");
+  std::this_thread::sleep_for(500ms);
+  stop = true;
+  for (auto& t : clients) t.join();
+  const std::string page = metrics(0);
+  EXPECT_EQ(bad.load(), 0) << bad_body;
+  EXPECT_GT(ok.load(), 20);
+  EXPECT_GT(degraded_while_down, 0.0);  // the outage was noticed and decided locally
+  // After the restart, calls are answered again: more calls, (almost) no new degraded ones.
+  EXPECT_GT(metricValue(page, "switchyard_shared_state_calls_total{role=\"request\"}"),
+            calls_before);
+  const double new_calls =
+      metricValue(page, "switchyard_shared_state_calls_total{role=\"request\"}") - calls_before;
+  const double new_degraded =
+      metricValue(page, "switchyard_shared_state_degraded_total{role=\"request\"}") -
+      degraded_before;
+  EXPECT_LE(new_degraded, 0.1 * new_calls);  // a rare timeout on a loaded machine at most
+  EXPECT_TRUE(waitUntil(
+      [&] {
+        return metricValue(metrics(0),
+                           "switchyard_shared_state_live_gateways{model=\"llama2-7b\"}") == 2.0;
+      },
+      5s));
+}
+
+}  // namespace
+}  // namespace switchyard::testing
