@@ -135,3 +135,61 @@ TEST(ConfigTest, EnvironmentOverridesTheFile) {
 
 }  // namespace
 }  // namespace switchyard::gateway
+
+namespace switchyard::gateway {
+namespace {
+
+TEST(SharedStateConfigTest, ParsesBackendSessionsAndJobs) {
+  const GatewayConfig config = parseConfig(R"(
+shared_state: { backend: redis, address: 127.0.0.1:7000, call_timeout_ms: 3,
+                sync_interval_ms: 100, liveness_ttl_ms: 500, key_prefix: gw }
+session_affinity: { header: X-Conversation, ttl_s: 60 }
+async_jobs: { ttl_s: 30, default_model: m }
+models:
+  - name: m
+    replicas: [127.0.0.1:9001]
+)");
+  EXPECT_EQ(config.shared_state.settings.backend, state::SharedStateSettings::Backend::kRedis);
+  EXPECT_EQ(config.shared_state.settings.address, "127.0.0.1:7000");
+  EXPECT_EQ(config.shared_state.settings.call_timeout, 3 * kNsPerMs);
+  EXPECT_EQ(config.shared_state.settings.key_prefix, "gw");
+  EXPECT_EQ(config.shared_state.sync_interval, 100 * kNsPerMs);
+  EXPECT_EQ(config.shared_state.liveness_ttl, 500 * kNsPerMs);
+  EXPECT_EQ(config.session_affinity.header, "x-conversation");  // header names are matched lower
+  EXPECT_EQ(config.session_affinity.ttl, 60 * kNsPerSec);
+  EXPECT_EQ(config.async_jobs.ttl, 30 * kNsPerSec);
+  EXPECT_EQ(config.async_jobs.default_model, "m");
+  // Defaults: one gateway, nothing shared.
+  const GatewayConfig plain = parseConfig("models: []\n");
+  EXPECT_EQ(plain.shared_state.settings.backend, state::SharedStateSettings::Backend::kMemory);
+  EXPECT_TRUE(plain.session_affinity.enabled);
+  EXPECT_EQ(plain.session_affinity.header, "x-session-id");
+}
+
+TEST(SharedStateConfigTest, RejectsWhatCannotWork) {
+  EXPECT_THROW(parseConfig("shared_state: { backend: etcd }\n"), ConfigError);
+  EXPECT_THROW(parseConfig("shared_state: { address: nowhere }\n"), ConfigError);
+  EXPECT_THROW(parseConfig("shared_state: { sync_interval_ms: 500, liveness_ttl_ms: 600 }\n"),
+               ConfigError);
+  EXPECT_THROW(parseConfig("shared_state: { key_prefix: 'a{b}' }\n"), ConfigError);
+  EXPECT_THROW(parseConfig("shared_state: { colour: red }\n"), ConfigError);
+  EXPECT_THROW(parseConfig("session_affinity: { header: '' }\n"), ConfigError);
+  EXPECT_THROW(parseConfig("async_jobs: { ttl_s: 0 }\n"), ConfigError);
+}
+
+TEST(SharedStateConfigTest, EnvironmentNamesOverrideTheFile) {
+  GatewayConfig config = parseConfig("shared_state: { address: 10.0.0.1:6000 }\n");
+  ::setenv("REDIS_PORT", "6390", 1);
+  applyEnvironment(config);
+  EXPECT_EQ(config.shared_state.settings.address, "10.0.0.1:6390");
+  EXPECT_EQ(config.shared_state.settings.backend, state::SharedStateSettings::Backend::kMemory);
+  ::setenv("SWITCHYARD_REDIS_ADDRESS", "127.0.0.1:6400", 1);
+  applyEnvironment(config);
+  ::unsetenv("REDIS_PORT");
+  ::unsetenv("SWITCHYARD_REDIS_ADDRESS");
+  EXPECT_EQ(config.shared_state.settings.address, "127.0.0.1:6400");
+  EXPECT_EQ(config.shared_state.settings.backend, state::SharedStateSettings::Backend::kRedis);
+}
+
+}  // namespace
+}  // namespace switchyard::gateway
