@@ -44,21 +44,25 @@ void CapacityEstimator::smooth(double& estimate, double rate, TimeNs dt) {
 double CapacityEstimator::decodeFromTokenTimes() {
   // One point per refresh interval that timed tokens: (concurrency, seconds per token), weighted
   // by its tokens. The interval's concurrency is the mean of its two end samples.
+  const auto for_each_point = [this](auto&& use) {
+    for (size_t j = 1; j < samples_.size(); ++j) {
+      const Sample& a = samples_[j - 1];
+      const Sample& b = samples_[j];
+      const double w = static_cast<double>(b.counters.timed_tokens - a.counters.timed_tokens);
+      if (w <= 0) continue;
+      const double seconds =
+          static_cast<double>(b.counters.token_time_ns - a.counters.token_time_ns) / kNsPerSec;
+      use(w, seconds / w, 0.5 * (a.concurrency + b.concurrency));
+    }
+  };
   double w_sum = 0, n_sum = 0, t_sum = 0;
   bool all_concurrency = true;
-  for (size_t j = 1; j < samples_.size(); ++j) {
-    const Sample& a = samples_[j - 1];
-    const Sample& b = samples_[j];
-    const double w = static_cast<double>(b.counters.timed_tokens - a.counters.timed_tokens);
-    if (w <= 0) continue;
-    const double seconds =
-        static_cast<double>(b.counters.token_time_ns - a.counters.token_time_ns) / kNsPerSec;
-    const double n = 0.5 * (a.concurrency + b.concurrency);
+  for_each_point([&](double w, double t, double n) {
     all_concurrency &= !std::isnan(n);
     w_sum += w;
     n_sum += w * n;
-    t_sum += seconds;  // = w × (seconds / w)
-  }
+    t_sum += w * t;
+  });
   if (w_sum <= 0 || t_sum <= 0) return kNaN;
   const double t_mean = t_sum / w_sum;  // token-weighted mean seconds per token
   double slope = 0;
@@ -66,17 +70,10 @@ double CapacityEstimator::decodeFromTokenTimes() {
   if (all_concurrency) {
     n_mean = n_sum / w_sum;
     double s_nn = 0, s_nt = 0;
-    for (size_t j = 1; j < samples_.size(); ++j) {
-      const Sample& a = samples_[j - 1];
-      const Sample& b = samples_[j];
-      const double w = static_cast<double>(b.counters.timed_tokens - a.counters.timed_tokens);
-      if (w <= 0) continue;
-      const double t =
-          static_cast<double>(b.counters.token_time_ns - a.counters.token_time_ns) / kNsPerSec / w;
-      const double dn = 0.5 * (a.concurrency + b.concurrency) - n_mean;
-      s_nn += w * dn * dn;
-      s_nt += w * dn * (t - t_mean);
-    }
+    for_each_point([&](double w, double t, double n) {
+      s_nn += w * (n - n_mean) * (n - n_mean);
+      s_nt += w * (n - n_mean) * (t - t_mean);
+    });
     slope = s_nt / (s_nn + kSlopePriorVariance * w_sum);
     // Per-token time does not fall with load, and t(0) = a cannot be negative.
     const double max_slope = n_mean > 0 ? t_mean / n_mean : 0;
