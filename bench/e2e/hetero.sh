@@ -13,6 +13,9 @@
 #   HETERO_SWEEP=1           shorthand for HETERO_LOADS=0.3,0.5,0.7,0.9
 #   HETERO_STRATEGIES=random,round-robin,least-request,load-balance,load-balance-shape-aware
 #   HETERO_SEED=7  HETERO_SLO_TPOT_MS=50  HETERO_OUT=build/bench-hetero
+#   HETERO_MIX=name:weight:pmin-pmax:omin-omax,...   request mix (prompt words, output tokens);
+#                            default: the demo's 80 % chat / 20 % summarisation. Prompt-heavy,
+#                            for load-balance-shape-aware: chat:40:20-120:64-192,sum:60:400-800:16-48
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -35,6 +38,7 @@ log="$out/hetero.txt"
 cmd=("$bin" demo --gpus L20,L20,A100,A100 --seconds "$seconds" --warmup "$warmup"
      --capacity-seconds "$capacity_seconds" --loads "$loads" --strategies "$strategies"
      --seed "$seed" --slo-tpot-ms "$slo" --csv "$csv")
+if [ -n "${HETERO_MIX:-}" ]; then cmd+=(--mix "$HETERO_MIX"); fi
 {
   echo "command: ${cmd[*]}"
   echo "machine: nproc=$(nproc), CPU \"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)\"," \

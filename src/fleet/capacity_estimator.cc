@@ -1,8 +1,23 @@
 #include "fleet/capacity_estimator.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace switchyard::fleet {
+namespace {
+
+// Prior variance of the concurrency, in streams², per unit of sample weight: the ridge term that
+// shrinks the fitted slope towards 0 when the window's concurrency hardly varied.
+constexpr double kSlopePriorVariance = 1.0;
+
+bool wentBackwards(const CapacityCounters& now, const CapacityCounters& before) {
+  return now.output_tokens < before.output_tokens || now.prefill_tokens < before.prefill_tokens ||
+         now.prefill_ns < before.prefill_ns || now.tokenless_requests < before.tokenless_requests ||
+         now.tokenless_latency_ns < before.tokenless_latency_ns ||
+         now.token_time_ns < before.token_time_ns || now.timed_tokens < before.timed_tokens;
+}
+
+}  // namespace
 
 CapacityCounters CapacityCounters::of(const ReplicaCounters& c) {
   CapacityCounters out;
@@ -11,6 +26,8 @@ CapacityCounters CapacityCounters::of(const ReplicaCounters& c) {
   out.prefill_ns = c.prefill_ns_total.load(std::memory_order_relaxed);
   out.tokenless_requests = c.tokenless_requests_total.load(std::memory_order_relaxed);
   out.tokenless_latency_ns = c.tokenless_latency_ns_total.load(std::memory_order_relaxed);
+  out.token_time_ns = c.token_time_ns_total.load(std::memory_order_relaxed);
+  out.timed_tokens = c.timed_tokens_total.load(std::memory_order_relaxed);
   return out;
 }
 
@@ -24,9 +41,58 @@ void CapacityEstimator::smooth(double& estimate, double rate, TimeNs dt) {
   estimate += alpha * (rate - estimate);
 }
 
-void CapacityEstimator::observe(TimeNs now, const CapacityCounters& cumulative) {
+double CapacityEstimator::decodeFromTokenTimes() {
+  // One point per refresh interval that timed tokens: (concurrency, seconds per token), weighted
+  // by its tokens. The interval's concurrency is the mean of its two end samples.
+  const auto for_each_point = [this](auto&& use) {
+    for (size_t j = 1; j < samples_.size(); ++j) {
+      const Sample& a = samples_[j - 1];
+      const Sample& b = samples_[j];
+      const double w = static_cast<double>(b.counters.timed_tokens - a.counters.timed_tokens);
+      if (w <= 0) continue;
+      const double seconds =
+          static_cast<double>(b.counters.token_time_ns - a.counters.token_time_ns) / kNsPerSec;
+      use(w, seconds / w, 0.5 * (a.concurrency + b.concurrency));
+    }
+  };
+  double w_sum = 0, n_sum = 0, t_sum = 0;
+  bool all_concurrency = true;
+  for_each_point([&](double w, double t, double n) {
+    all_concurrency &= !std::isnan(n);
+    w_sum += w;
+    n_sum += w * n;
+    t_sum += w * t;
+  });
+  if (w_sum <= 0 || t_sum <= 0) return kNaN;
+  const double t_mean = t_sum / w_sum;  // token-weighted mean seconds per token
+  double slope = 0;
+  double n_mean = kNaN;
+  if (all_concurrency) {
+    n_mean = n_sum / w_sum;
+    double s_nn = 0, s_nt = 0;
+    for_each_point([&](double w, double t, double n) {
+      s_nn += w * (n - n_mean) * (n - n_mean);
+      s_nt += w * (n - n_mean) * (t - t_mean);
+    });
+    slope = s_nt / (s_nn + kSlopePriorVariance * w_sum);
+    // Per-token time does not fall with load, and t(0) = a cannot be negative.
+    const double max_slope = n_mean > 0 ? t_mean / n_mean : 0;
+    slope = std::clamp(slope, 0.0, max_slope);
+  }
+  fit_ = {n_mean, t_mean, slope};
+  const double n_ref = settings_.reference_concurrency;
+  const double at_ref = std::isnan(n_mean) ? t_mean : t_mean + slope * (n_ref - n_mean);
+  return n_ref / at_ref;
+}
+
+void CapacityEstimator::observe(TimeNs now, const CapacityCounters& cumulative,
+                                double concurrency) {
+  if (!(concurrency >= 0)) concurrency = kNaN;  // unknown (NaN or negative)
+  if (!samples_.empty() && wentBackwards(cumulative, samples_.back().counters)) {
+    samples_.clear();  // a summed source lost a contributor: restart the window, keep estimates
+  }
   if (samples_.empty()) {
-    samples_.push_back({now, cumulative});
+    samples_.push_back({now, cumulative, concurrency});
     last_update_ = now;
     return;
   }
@@ -35,7 +101,7 @@ void CapacityEstimator::observe(TimeNs now, const CapacityCounters& cumulative) 
   const bool new_tokenless = cumulative.tokenless_requests > previous.tokenless_requests;
   const bool new_prefill = cumulative.prefill_tokens > previous.prefill_tokens &&
                            cumulative.prefill_ns > previous.prefill_ns;
-  samples_.push_back({now, cumulative});
+  samples_.push_back({now, cumulative, concurrency});
   // Keep one sample at or before the window's start so the window spans the full period.
   while (samples_.size() > 2 && samples_[1].at <= now - settings_.window) samples_.pop_front();
 
@@ -47,9 +113,12 @@ void CapacityEstimator::observe(TimeNs now, const CapacityCounters& cumulative) 
   const double seconds = static_cast<double>(span) / kNsPerSec;
 
   if (new_tokens) {
-    const double rate =
-        static_cast<double>(cumulative.output_tokens - oldest.counters.output_tokens) / seconds;
-    if (learned_.tokenless) learned_.decode = std::nan("");  // the work changed kind: restart
+    double rate = decodeFromTokenTimes();
+    if (std::isnan(rate)) {  // no per-token times from this source: the plain output rate
+      rate = static_cast<double>(cumulative.output_tokens - oldest.counters.output_tokens) /
+             seconds;
+    }
+    if (learned_.tokenless) learned_.decode = kNaN;  // the work changed kind: restart
     learned_.tokenless = false;
     smooth(learned_.decode, rate, dt);
   } else if (new_tokenless && (learned_.tokenless || std::isnan(learned_.decode))) {

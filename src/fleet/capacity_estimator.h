@@ -1,19 +1,44 @@
-// CapacityEstimator: learns how fast one replica drains work from the traffic the gateway sees.
+// CapacityEstimator: learns how much output one replica can sustain, from the gateway's own
+// counters, independently of how much traffic the router happens to send it.
 //
-// Every refresh (default 1 s) the control thread hands it the replica's cumulative counters. It
-// converts them into a rate over a sliding window (default ~60 s) and smooths that rate with an
-// exponentially weighted moving average (time constant default 10 s):
-//   decode  = output tokens / s over the window               (generative work)
-//           = completed requests / s of request latency        (tokenless work: embeddings,
-//             i.e. the inverse of the mean latency)
+// Why not the observed output rate: a replica's output tokens/s is the traffic it was given. A
+// router that divides load by that rate sends less to a replica that got less, which then shows
+// an even lower rate (measured: an L20 learned 223 tokens/s where it sustains ~994). The estimate
+// must not scale with the replica's share of the traffic.
+//
+// What is measured instead: the replica's *speed per stream* at the concurrency it was kept at.
+// A continuous-batching engine's decode step takes roughly t(n) = a + b·n for n streams (weights
+// read once per step, plus KV reads and compute per stream), and every stream gets one token per
+// step, so the time per output token at concurrency n is t(n) and the throughput n / t(n). The
+// gateway knows both sides of that: the time per token of its completed responses
+// (token_time_ns / timed_tokens: after the first byte for streams, whole latency otherwise) and the
+// replica's in-flight count (sampled on every refresh, across gateways). Every refresh with new
+// tokens is one sample (n_j, t_j), weighted by its tokens. Over the window (default ~60 s) a
+// weighted least-squares line t(n) = t̄ + b·(n − n̄) is fitted; the slope is shrunk towards 0
+// when the window's concurrency barely varied (ridge with one stream² of prior variance per
+// unit of weight, so a narrow spread cannot produce a wild extrapolation) and clamped to
+// [0, t̄/n̄] (time per token does not fall with load, and a = t(0) ≥ 0). Then
+//   decode = n_ref / t(n_ref)                       output tokens/s at the reference concurrency
+// n_ref (default 64, the usual vLLM batch the gateway aims for). With a flat slope this is n_ref ×
+// the replica's per-stream speed; with a fitted slope it is the throughput the replica would
+// sustain at n_ref streams. Either way a replica given less traffic is not learned as slower:
+// its per-stream speed is, if anything, better. More load makes per-token time grow, so the
+// feedback that remains is negative (stabilising).
+// The window's value is smoothed with an EWMA (time constant default 10 s); the first one is taken
+// as it is.
+//   tokenless work (embeddings): completed requests / s of request latency (inverse latency)
 //   prefill = prompt tokens / s of time-to-first-byte          (streamed requests)
+//   no time per token in the counters (a source that does not sum them): the window's output
+//   tokens/s, the seed's rule, as the only speed signal available.
 // A refresh in which nothing completed carries no information about speed (the replica was idle,
-// not slow): the previous estimate is kept rather than decayed, so an idle replica is not starved
-// of the traffic that would re-measure it. Pure: time is passed in. Not thread-safe.
+// not slow): the previous estimate is kept rather than decayed. A counter that goes backwards (a
+// summed source lost a contributor) restarts the window and keeps the estimate.
+// Pure: time and concurrency are passed in. Not thread-safe. observe() costs O(window samples).
 #pragma once
 
 #include <cstdint>
 #include <deque>
+#include <limits>
 
 #include "core/clock.h"
 #include "fleet/replica_state.h"
@@ -23,14 +48,20 @@ namespace switchyard::fleet {
 struct CapacitySettings {
   TimeNs window = 60 * kNsPerSec;
   TimeNs time_constant = 10 * kNsPerSec;
+  // Concurrency at which the decode capacity is stated (streams). It scales every replica's
+  // estimate alike when the fitted slope is flat; with a slope it picks the point of the curve.
+  double reference_concurrency = 64;
 };
 
+// Cumulative counters (since start, or summed over gateways: every field is additive).
 struct CapacityCounters {
   int64_t output_tokens = 0;
   int64_t prefill_tokens = 0;
   int64_t prefill_ns = 0;
   int64_t tokenless_requests = 0;
   int64_t tokenless_latency_ns = 0;
+  int64_t token_time_ns = 0;  // time spent producing timed_tokens (see ReplicaCounters)
+  int64_t timed_tokens = 0;
 
   static CapacityCounters of(const ReplicaCounters& c);
 };
@@ -39,19 +70,38 @@ class CapacityEstimator {
  public:
   explicit CapacityEstimator(CapacitySettings settings = {}) : settings_(settings) {}
 
-  void observe(TimeNs now, const CapacityCounters& cumulative);
+  // `concurrency`: requests in flight on the replica now (all gateways); NaN when unknown, in
+  // which case the slope is not fitted and the per-stream speed alone is used.
+  void observe(TimeNs now, const CapacityCounters& cumulative, double concurrency);
+  void observe(TimeNs now, const CapacityCounters& cumulative) {
+    observe(now, cumulative, kNaN);
+  }
   const LearnedCapacity& learned() const { return learned_; }
 
+  // The last window's fit, for /debug and tests: mean concurrency, mean seconds per token, slope
+  // (seconds per token per extra stream). NaN before the first fit.
+  struct Fit {
+    double mean_concurrency;
+    double seconds_per_token;
+    double slope;
+  };
+  const Fit& fit() const { return fit_; }
+
  private:
+  static constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
   struct Sample {
     TimeNs at;
     CapacityCounters counters;
+    double concurrency;  // NaN unknown
   };
   void smooth(double& estimate, double rate, TimeNs dt);
+  // decode capacity from the window's per-token times; NaN when the window has none.
+  double decodeFromTokenTimes();
 
   CapacitySettings settings_;
   std::deque<Sample> samples_;  // oldest first, spanning at most the window
   LearnedCapacity learned_;
+  Fit fit_{kNaN, kNaN, kNaN};
   TimeNs last_update_ = -1;
 };
 

@@ -1,19 +1,40 @@
 #include "fleet/capacity_tracker.h"
 
+#include <cassert>
+
 namespace switchyard::fleet {
+
+CapacityEstimator& CapacityTracker::estimatorFor(
+    const std::shared_ptr<ReplicaState>& replica,
+    std::map<const ReplicaState*, std::pair<std::shared_ptr<ReplicaState>, CapacityEstimator>>&
+        next) {
+  auto it = estimators_.find(replica.get());
+  return next
+      .emplace(replica.get(), it != estimators_.end()
+                                  ? std::move(it->second)
+                                  : std::make_pair(replica, CapacityEstimator(settings_)))
+      .first->second.second;
+}
 
 void CapacityTracker::refresh(const std::vector<std::shared_ptr<ReplicaState>>& replicas,
                               TimeNs now) {
-  std::map<const ReplicaState*, std::pair<std::shared_ptr<ReplicaState>, CapacityEstimator>> next;
+  std::vector<CapacityCounters> counters;
+  counters.reserve(replicas.size());
   for (const auto& replica : replicas) {
-    auto it = estimators_.find(replica.get());
-    auto& entry = next.emplace(replica.get(),
-                               it != estimators_.end()
-                                   ? std::move(it->second)
-                                   : std::make_pair(replica, CapacityEstimator(settings_)))
-                      .first->second;
-    entry.second.observe(now, CapacityCounters::of(replica->counters()));
-    replica->storeCapacity(entry.second.learned());
+    counters.push_back(CapacityCounters::of(replica->counters()));
+  }
+  refresh(replicas, counters, now);
+}
+
+void CapacityTracker::refresh(const std::vector<std::shared_ptr<ReplicaState>>& replicas,
+                              const std::vector<CapacityCounters>& counters, TimeNs now) {
+  assert(counters.size() == replicas.size());
+  std::map<const ReplicaState*, std::pair<std::shared_ptr<ReplicaState>, CapacityEstimator>> next;
+  for (size_t i = 0; i < replicas.size() && i < counters.size(); ++i) {
+    const auto& replica = replicas[i];
+    CapacityEstimator& estimator = estimatorFor(replica, next);
+    estimator.observe(now, counters[i], static_cast<double>(replica->globalRunning()));
+    replica->storeCapacity(estimator.learned());
   }
   estimators_ = std::move(next);
 }

@@ -1,5 +1,7 @@
 // CapacityTracker: one CapacityEstimator per replica of the fleet, refreshed by the control
 // thread on a timer; publishes each estimate into its ReplicaState for the routing strategies.
+// Each refresh also samples the replica's in-flight count across gateways (globalRunning()), the
+// concurrency at which its time per token was measured (see capacity_estimator.h).
 // Replicas that left the fleet are forgotten at the next refresh. Control thread only.
 #pragma once
 
@@ -15,9 +17,19 @@ class CapacityTracker {
  public:
   explicit CapacityTracker(CapacitySettings settings = {}) : settings_(settings) {}
 
+  // Reads each replica's own counters.
   void refresh(const std::vector<std::shared_ptr<ReplicaState>>& replicas, TimeNs now);
+  // Counters supplied by the caller (e.g. summed over several gateways), counters[i] for
+  // replicas[i]; the concurrency is still sampled from the replica.
+  void refresh(const std::vector<std::shared_ptr<ReplicaState>>& replicas,
+               const std::vector<CapacityCounters>& counters, TimeNs now);
 
  private:
+  CapacityEstimator& estimatorFor(
+      const std::shared_ptr<ReplicaState>& replica,
+      std::map<const ReplicaState*, std::pair<std::shared_ptr<ReplicaState>, CapacityEstimator>>&
+          next);
+
   CapacitySettings settings_;
   std::map<const ReplicaState*, std::pair<std::shared_ptr<ReplicaState>, CapacityEstimator>>
       estimators_;

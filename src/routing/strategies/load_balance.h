@@ -6,12 +6,13 @@ namespace switchyard::routing {
 
 // load-balance: load relative to learned capacity, with a KV-pressure penalty.
 //   score = (running + λ·queued + 1) / capacity × (1 + α·(1 − kvFree)²)
-// running is the gateway's own in-flight count; queued the engine's waiting count (read only when
-// λ > 0); capacity the replica's learned drain rate (CapacityEstimator), or the mean of the
-// candidates that have one, or 1 for all when none does; kvFree < kvCritical scores +Inf, unless
-// every candidate is critical, in which case the most KV headroom wins. Ties: least GPU+CPU KV
-// usage, then random. The "+1" is the cost of adding this request: it also ranks idle replicas
-// by speed. See docs/routing.md.
+// running is the in-flight count across gateways; queued the engine's waiting count (read only
+// when λ > 0); capacity the output tokens/s the replica sustains at the reference concurrency,
+// learned from its time per token (fleet/capacity_estimator.h; it does not scale with the
+// replica's share of the traffic), or the mean of the candidates that have one, or 1 for all when
+// none does; kvFree < kvCritical scores +Inf, unless every candidate is critical, in which case
+// the most KV headroom wins. Ties: least GPU+CPU KV usage, then random. The "+1" is the cost of
+// adding this request: it also ranks idle replicas by speed. See docs/routing.md.
 class LoadBalanceStrategy final : public Strategy {
  public:
   std::string_view name() const override { return "load-balance"; }
