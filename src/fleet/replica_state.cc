@@ -18,19 +18,5 @@ void ReplicaState::markScrapeFailed(TimeNs at) {
   scrape_failed_at_.store(at, std::memory_order_relaxed);
 }
 
-EngineSignals ReplicaState::signals(TimeNs now, TimeNs max_age, TimeNs* age, bool* fresh) const {
-  const bool valid = signals_valid_.load(std::memory_order_acquire);
-  const TimeNs read_at = signals_read_at_.load(std::memory_order_relaxed);
-  if (age) *age = read_at < 0 ? -1 : now - read_at;
-  const bool usable = valid && read_at >= 0 && now - read_at <= max_age;
-  if (fresh) *fresh = usable;
-  if (!usable) return EngineSignals{};
-  EngineSignals out;
-  out.running = engine_running_.load(std::memory_order_relaxed);
-  out.waiting = engine_waiting_.load(std::memory_order_relaxed);
-  out.kv_usage = kv_usage_.load(std::memory_order_relaxed);
-  out.cpu_kv_usage = cpu_kv_usage_.load(std::memory_order_relaxed);
-  return out;
-}
 
 }  // namespace switchyard::fleet

@@ -103,8 +103,22 @@ class ReplicaState {
   // Any thread: the last signals if they were read successfully no longer ago than `max_age`,
   // else all-unknown. `age` receives the age of the last successful read (-1 if never), `fresh`
   // whether the signals were usable.
+  // Inline: read for every candidate of every load-aware decision.
   EngineSignals signals(TimeNs now, TimeNs max_age, TimeNs* age = nullptr,
-                        bool* fresh = nullptr) const;
+                        bool* fresh = nullptr) const {
+    const bool valid = signals_valid_.load(std::memory_order_acquire);
+    const TimeNs read_at = signals_read_at_.load(std::memory_order_relaxed);
+    if (age) *age = read_at < 0 ? -1 : now - read_at;
+    const bool usable = valid && read_at >= 0 && now - read_at <= max_age;
+    if (fresh) *fresh = usable;
+    if (!usable) return EngineSignals{};
+    EngineSignals out;
+    out.running = engine_running_.load(std::memory_order_relaxed);
+    out.waiting = engine_waiting_.load(std::memory_order_relaxed);
+    out.kv_usage = kv_usage_.load(std::memory_order_relaxed);
+    out.cpu_kv_usage = cpu_kv_usage_.load(std::memory_order_relaxed);
+    return out;
+  }
   TimeNs lastScrapeFailureAt() const { return scrape_failed_at_.load(std::memory_order_relaxed); }
 
   // Control thread writes the health verdict; the routing filters read it.
@@ -154,22 +168,22 @@ class ReplicaState {
 
   ReplicaCounters counters_;
 
-  alignas(64) std::atomic<int64_t> remote_running_{0};
-
+  // Cache lines grouped by writer and read together when scoring: engine signals and health
+  // (scraper and health manager), then what the control plane learns and syncs slowly.
   alignas(64) std::atomic<double> engine_running_{EngineSignals::kUnknown};
   std::atomic<double> engine_waiting_{EngineSignals::kUnknown};
   std::atomic<double> kv_usage_{EngineSignals::kUnknown};
   std::atomic<double> cpu_kv_usage_{EngineSignals::kUnknown};
   std::atomic<TimeNs> signals_read_at_{-1};
   std::atomic<bool> signals_valid_{false};
-  std::atomic<TimeNs> scrape_failed_at_{-1};
-
   std::atomic<HealthState> health_{HealthState::kHealthy};
   std::atomic<HealthReason> health_reason_{HealthReason::kNone};
-  std::atomic<TimeNs> ready_since_{kEstablished};
+  std::atomic<TimeNs> scrape_failed_at_{-1};
 
   alignas(64) std::atomic<double> decode_capacity_{EngineSignals::kUnknown};
   std::atomic<double> prefill_capacity_{EngineSignals::kUnknown};
+  std::atomic<int64_t> remote_running_{0};
+  std::atomic<TimeNs> ready_since_{kEstablished};
   std::atomic<bool> capacity_tokenless_{false};
 };
 

@@ -15,6 +15,9 @@ CandidateAggregates gatherInputs(const ScoringContext& context,
   double worst_kv = 0, worst_waiting = 0;
   double decode_sum = 0, prefill_sum = 0;
   int decode_n = 0, prefill_n = 0;
+  bool fill_in = false;  // some candidate lacks fresh telemetry or a queue signal
+  bool warming = false;  // some candidate is in its slow-start ramp
+  // One pass over the replicas' state (three cache lines each: counters, signals, learned).
   for (size_t i = 0; i < candidates.size(); ++i) {
     const fleet::ReplicaState& replica = *context.model.replicas[candidates[i]].state;
     CandidateInputs& in = context.inputs[i];
@@ -30,6 +33,10 @@ CandidateAggregates gatherInputs(const ScoringContext& context,
     in.decode = capacity.decode;
     in.prefill = capacity.prefill;
     in.tokenless = capacity.tokenless;
+    in.synthetic_load = 0;
+    in.warmth = 1;
+    warming |= replica.readySince() != fleet::ReplicaState::kEstablished;
+    fill_in |= !fresh || in.waiting < 0;
     if (fresh) {
       worst_kv = std::max(worst_kv, in.kv_usage);
       worst_waiting = std::max(worst_waiting, in.waiting);
@@ -43,7 +50,7 @@ CandidateAggregates gatherInputs(const ScoringContext& context,
       ++prefill_n;
     }
   }
-  for (size_t i = 0; i < candidates.size(); ++i) {
+  for (size_t i = 0; fill_in && i < candidates.size(); ++i) {
     CandidateInputs& in = context.inputs[i];
     if (!in.fresh) {
       in.kv_usage = worst_kv;
@@ -53,7 +60,8 @@ CandidateAggregates gatherInputs(const ScoringContext& context,
       in.waiting = worst_waiting;
     }
   }
-  easeInWarming(context, candidates);  // slow start: synthetic load, capacity not yet trusted
+  // Slow start: synthetic load, capacity not yet trusted.
+  if (warming) easeInWarming(context, candidates);
   return {decode_n ? decode_sum / decode_n : std::nan(""),
           prefill_n ? prefill_sum / prefill_n : std::nan("")};
 }
