@@ -95,7 +95,7 @@ TYPED_TEST(SharedStateContractTest, ConcurrentGatewaysNeverExceedTheLimit) {
       auto client = gateways[g]->backend->makeClient(io.get_executor());
       int answered = 0;
       for (int i = 0; i < kAttemptsPerGateway; ++i) {
-        asio::co_spawn(io, client->admit(AdmitRequest{"m1", "r1", kLimit}),
+        asio::co_spawn(io, admitOwned(*client, AdmitRequest{"m1", "r1", kLimit}),
                        [&, g](std::exception_ptr, AdmitResult result) {
                          ++answered;
                          EXPECT_NE(result.verdict, AdmitVerdict::kDegraded);
