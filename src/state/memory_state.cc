@@ -5,26 +5,38 @@
 namespace switchyard::state {
 namespace {
 
-// Answers are immediate, so every answered call lands in the histogram's first bucket; the
-// counters still tell how often the gateway consulted shared state.
-void countCall(SharedStateStats& stats) {
-  stats.calls.fetch_add(1, std::memory_order_relaxed);
-  stats.latency_buckets[0].fetch_add(1, std::memory_order_relaxed);
-}
-
-class MemoryClient final : public SharedStateClient {
+// What a memory client and a memory sync both hold. Answers are immediate, so every answered
+// call lands in the latency histogram's first bucket; the counters still tell how often the
+// gateway consulted shared state.
+class MemoryEndpoint {
  public:
-  MemoryClient(std::shared_ptr<MemoryStore> store, const std::string& gateway,
-               const Clock& clock)
-      : store_(std::move(store)), gateway_(gateway), clock_(clock) {
+  MemoryEndpoint(std::shared_ptr<MemoryStore> store, std::string gateway, const Clock& clock)
+      : store_(std::move(store)), gateway_(std::move(gateway)), clock_(clock) {
     stats_.connected.store(true, std::memory_order_relaxed);
   }
+
+ protected:
+  // Counts one call and answers the time to make it at.
+  TimeNs startCall() {
+    stats_.calls.fetch_add(1, std::memory_order_relaxed);
+    stats_.latency_buckets[0].fetch_add(1, std::memory_order_relaxed);
+    return clock_.now();
+  }
+
+  std::shared_ptr<MemoryStore> store_;
+  std::string gateway_;
+  const Clock& clock_;
+  SharedStateStats stats_;
+};
+
+class MemoryClient final : public SharedStateClient, private MemoryEndpoint {
+ public:
+  using MemoryEndpoint::MemoryEndpoint;
 
   bool distributed() const override { return false; }
 
   boost::asio::awaitable<AdmitResult> admit(const AdmitRequest& request) override {
-    countCall(stats_);
-    co_return store_->admit(request, gateway_, clock_.now());
+    co_return store_->admit(request, gateway_, startCall());
   }
   void release(std::string_view model, std::string_view replica) override {
     store_->release(model, replica, gateway_);
@@ -32,59 +44,39 @@ class MemoryClient final : public SharedStateClient {
   boost::asio::awaitable<SessionPin> lookupSession(std::string_view model,
                                                    std::string_view session,
                                                    TimeNs ttl) override {
-    countCall(stats_);
-    co_return store_->lookupSession(model, session, ttl, clock_.now());
+    co_return store_->lookupSession(model, session, ttl, startCall());
   }
   boost::asio::awaitable<SessionPin> pinSession(std::string_view model, std::string_view session,
                                                 std::string_view expected,
                                                 std::string_view replica, TimeNs ttl) override {
-    countCall(stats_);
-    co_return store_->pinSession(model, session, expected, replica, ttl, clock_.now());
+    co_return store_->pinSession(model, session, expected, replica, ttl, startCall());
   }
   void recordJob(std::string_view job_id, std::string_view model, std::string_view replica,
                  TimeNs ttl) override {
     store_->recordJob(job_id, model, replica, ttl, clock_.now());
   }
   boost::asio::awaitable<JobOwner> lookupJob(std::string_view job_id) override {
-    countCall(stats_);
-    co_return store_->lookupJob(job_id, clock_.now());
+    co_return store_->lookupJob(job_id, startCall());
   }
   const SharedStateStats& stats() const override { return stats_; }
-
- private:
-  std::shared_ptr<MemoryStore> store_;
-  std::string gateway_;
-  const Clock& clock_;
-  SharedStateStats stats_;
 };
 
-class MemorySync final : public SharedStateSync {
+class MemorySync final : public SharedStateSync, private MemoryEndpoint {
  public:
-  MemorySync(std::shared_ptr<MemoryStore> store, const std::string& gateway, const Clock& clock)
-      : store_(std::move(store)), gateway_(gateway), clock_(clock) {
-    stats_.connected.store(true, std::memory_order_relaxed);
-  }
+  using MemoryEndpoint::MemoryEndpoint;
 
   bool distributed() const override { return false; }
 
   boost::asio::awaitable<bool> publish(std::span<const ReplicaReport> reports,
                                        TimeNs liveness_ttl) override {
-    countCall(stats_);
-    store_->publish(reports, gateway_, liveness_ttl, clock_.now());
+    store_->publish(reports, gateway_, liveness_ttl, startCall());
     co_return true;
   }
   boost::asio::awaitable<std::optional<std::vector<ReplicaGlobalView>>> read(
       std::span<const ReplicaReport> replicas) override {
-    countCall(stats_);
-    co_return store_->read(replicas, gateway_, clock_.now());
+    co_return store_->read(replicas, gateway_, startCall());
   }
   const SharedStateStats& stats() const override { return stats_; }
-
- private:
-  std::shared_ptr<MemoryStore> store_;
-  std::string gateway_;
-  const Clock& clock_;
-  SharedStateStats stats_;
 };
 
 class MemoryBackend final : public SharedStateBackend {

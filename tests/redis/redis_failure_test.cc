@@ -59,7 +59,7 @@ TEST_F(RedisFailureTest, StoppedRedisAnswersDegradedThenReconnects) {
   EXPECT_EQ(admit().verdict, AdmitVerdict::kDegraded);
   EXPECT_TRUE(run(client_->lookupSession("m1", "s", kNsPerSec)).degraded);
   EXPECT_TRUE(run(client_->lookupJob("j")).degraded);
-  const ReplicaReport hb{"m1", "r1"};
+  const ReplicaReport hb{"m1", "r1", 0, /*publish_running=*/false};
   EXPECT_FALSE(run(sync_->publish({&hb, 1}, kNsPerSec)));
   EXPECT_FALSE(run(sync_->read({&hb, 1})).has_value());
   client_->release("m1", "r1");  // fire and forget: must not throw or block
@@ -87,7 +87,7 @@ TEST_F(RedisFailureTest, KilledRedisMidCallAnswersDegraded) {
   harness_.server().pause();
   std::vector<AdmitResult> results;
   for (int i = 0; i < 5; ++i) {
-    asio::co_spawn(io_, client_->admit(AdmitRequest{"m1", "r1", 100}),
+    asio::co_spawn(io_, admitOwned(*client_, AdmitRequest{"m1", "r1", 100}),
                    [&](std::exception_ptr, AdmitResult r) { results.push_back(r); });
   }
   io_.restart();
@@ -114,7 +114,7 @@ TEST_F(RedisFailureTest, LateReplyIsDroppedAndItsAdmissionUndone) {
   run(client_->lookupJob("flush"));
   auto other = makeRedisBackend(settings_, "b");
   auto other_sync = other->makeSync(io_.get_executor());
-  const ReplicaReport hb{"m1", "r1"};
+  const ReplicaReport hb{"m1", "r1", 0, /*publish_running=*/false};
   ASSERT_TRUE(run(sync_->publish({&hb, 1}, 60 * kNsPerSec)));  // a is live for b
   auto views = run(other_sync->read({&hb, 1}));
   ASSERT_TRUE(views.has_value());
@@ -126,7 +126,7 @@ TEST_F(RedisFailureTest, DestroyingAClientWithCallsInFlightIsClean) {
   harness_.server().pause();  // keep the calls in flight
   int completed = 0;
   for (int i = 0; i < 4; ++i) {
-    asio::co_spawn(io_, client_->admit(AdmitRequest{"m1", "r1", 100}),
+    asio::co_spawn(io_, admitOwned(*client_, AdmitRequest{"m1", "r1", 100}),
                    [&](std::exception_ptr e, AdmitResult r) {
                      EXPECT_FALSE(e);
                      EXPECT_EQ(r.verdict, AdmitVerdict::kDegraded);
@@ -158,9 +158,9 @@ TEST(RedisShutdownTest, IoContextDestroyedWithSuspendedCallsIsClean) {
     auto client = backend->makeClient(io.get_executor());
     auto sync = backend->makeSync(io.get_executor());
     for (int i = 0; i < 3; ++i) {
-      asio::co_spawn(io, client->admit(AdmitRequest{"m1", "r1", 1}), asio::detached);
+      asio::co_spawn(io, admitOwned(*client, AdmitRequest{"m1", "r1", 1}), asio::detached);
     }
-    const ReplicaReport hb{"m1", "r1"};
+    const ReplicaReport hb{"m1", "r1", 0, /*publish_running=*/false};
     asio::co_spawn(io, sync->read({&hb, 1}), asio::detached);
     io.poll();
     client.reset();

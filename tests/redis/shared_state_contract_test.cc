@@ -93,9 +93,11 @@ TYPED_TEST(SharedStateContractTest, ConcurrentGatewaysNeverExceedTheLimit) {
     threads.emplace_back([&, g] {
       asio::io_context io;
       auto client = gateways[g]->backend->makeClient(io.get_executor());
+      int answered = 0;
       for (int i = 0; i < kAttemptsPerGateway; ++i) {
-        asio::co_spawn(io, client->admit(AdmitRequest{"m1", "r1", kLimit}),
+        asio::co_spawn(io, admitOwned(*client, AdmitRequest{"m1", "r1", kLimit}),
                        [&, g](std::exception_ptr, AdmitResult result) {
+                         ++answered;
                          EXPECT_NE(result.verdict, AdmitVerdict::kDegraded);
                          if (result.verdict == AdmitVerdict::kAdmitted) {
                            EXPECT_LE(result.inflight, kLimit);
@@ -104,7 +106,11 @@ TYPED_TEST(SharedStateContractTest, ConcurrentGatewaysNeverExceedTheLimit) {
                          }
                        });
       }
-      io.run_for(std::chrono::seconds(10));
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (answered < kAttemptsPerGateway && std::chrono::steady_clock::now() < deadline) {
+        io.run_one_for(std::chrono::milliseconds(50));
+      }
+      EXPECT_EQ(answered, kAttemptsPerGateway);
       client.reset();
     });
   }

@@ -42,6 +42,12 @@ T runAwait(asio::io_context& io, asio::awaitable<T> awaitable) {
   return std::move(*result);
 }
 
+// client.admit() with the request held by the coroutine: awaitables start lazily, so one handed
+// to co_spawn must not refer to a temporary request.
+inline asio::awaitable<AdmitResult> admitOwned(SharedStateClient& client, AdmitRequest request) {
+  co_return co_await client.admit(request);
+}
+
 class MemoryHarness {
  public:
   static constexpr const char* kName = "Memory";

@@ -334,23 +334,27 @@ void RedisConnection::disconnectCallback(const redisAsyncContext* context, int) 
   static_cast<RedisConnection*>(context->data)->onDisconnected();
 }
 
-void RedisConnection::addRead(void* self) {
-  auto& watch = static_cast<RedisConnection*>(self)->watch_;
+namespace {
+// hiredis's hooks: say what it wants to wait for; the watch starts a wait if none is pending.
+void want(std::shared_ptr<RedisConnection::SocketWatch>& watch, bool read, bool on) {
   if (!watch) return;
-  watch->want_read = true;
-  watch->watchRead();
+  (read ? watch->want_read : watch->want_write) = on;
+  if (on && read) watch->watchRead();
+  if (on && !read) watch->watchWrite();
+}
+}  // namespace
+
+void RedisConnection::addRead(void* self) {
+  want(static_cast<RedisConnection*>(self)->watch_, true, true);
 }
 void RedisConnection::delRead(void* self) {
-  if (auto& watch = static_cast<RedisConnection*>(self)->watch_) watch->want_read = false;
+  want(static_cast<RedisConnection*>(self)->watch_, true, false);
 }
 void RedisConnection::addWrite(void* self) {
-  auto& watch = static_cast<RedisConnection*>(self)->watch_;
-  if (!watch) return;
-  watch->want_write = true;
-  watch->watchWrite();
+  want(static_cast<RedisConnection*>(self)->watch_, false, true);
 }
 void RedisConnection::delWrite(void* self) {
-  if (auto& watch = static_cast<RedisConnection*>(self)->watch_) watch->want_write = false;
+  want(static_cast<RedisConnection*>(self)->watch_, false, false);
 }
 void RedisConnection::cleanup(void* self) { static_cast<RedisConnection*>(self)->detachSocket(); }
 

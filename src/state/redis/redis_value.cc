@@ -12,15 +12,11 @@ RedisValue RedisValue::fromReply(const redisReply& reply) {
       value.integer = reply.integer;
       break;
     case REDIS_REPLY_STRING:
-      value.type = Type::kString;
-      value.text.assign(reply.str, reply.len);
-      break;
     case REDIS_REPLY_STATUS:
-      value.type = Type::kStatus;
-      value.text.assign(reply.str, reply.len);
-      break;
     case REDIS_REPLY_ERROR:
-      value.type = Type::kError;
+      value.type = reply.type == REDIS_REPLY_STRING   ? Type::kString
+                   : reply.type == REDIS_REPLY_STATUS ? Type::kStatus
+                                                      : Type::kError;
       value.text.assign(reply.str, reply.len);
       break;
     case REDIS_REPLY_ARRAY:
