@@ -175,9 +175,28 @@ class ControlPlane {
     capacity_timer_.expires_after(std::chrono::nanoseconds(config_.capacity.refresh));
     capacity_timer_.async_wait([this](const boost::system::error_code& ec) {
       if (ec || shutting_down_) return;
-      capacity_.refresh(registry_.replicas(), SteadyClock::instance().now());
+      refreshCapacity();
       scheduleCapacityRefresh();
     });
+  }
+
+  // With several gateways each replica's capacity is learned from the tokens all gateways
+  // counted (shared state), not this gateway's slice; a replica the last sync did not cover
+  // yet uses this gateway's own counters.
+  void refreshCapacity() {
+    const auto replicas = registry_.replicas();
+    const TimeNs now = SteadyClock::instance().now();
+    if (!state_sync_->distributed()) {
+      capacity_.refresh(replicas, now);
+      return;
+    }
+    std::vector<fleet::CapacityCounters> counters;
+    counters.reserve(replicas.size());
+    for (const auto& replica : replicas) {
+      const auto global = state_sync_->globalCounters(replica.get());
+      counters.push_back(global ? *global : fleet::CapacityCounters::of(replica->counters()));
+    }
+    capacity_.refresh(replicas, counters, now);
   }
 
   void waitForSignal() {

@@ -73,6 +73,8 @@ asio::awaitable<void> GatewayStateSync::cycle() {
       r.prefill_ns = c.prefill_ns_total.load(std::memory_order_relaxed);
       r.tokenless_requests = c.tokenless_requests_total.load(std::memory_order_relaxed);
       r.tokenless_latency_ns = c.tokenless_latency_ns_total.load(std::memory_order_relaxed);
+      r.token_time_ns = c.token_time_ns_total.load(std::memory_order_relaxed);
+      r.timed_tokens = c.timed_tokens_total.load(std::memory_order_relaxed);
       reports.push_back(std::move(r));
       owners.emplace_back(&model, &entry);
     }
@@ -104,6 +106,8 @@ asio::awaitable<void> GatewayStateSync::cycle() {
     counters.prefill_ns = v.prefill_ns;
     counters.tokenless_requests = v.tokenless_requests;
     counters.tokenless_latency_ns = v.tokenless_latency_ns;
+    counters.token_time_ns = v.token_time_ns;
+    counters.timed_tokens = v.timed_tokens;
     global[entry->state.get()] = counters;
     live[model->name] = std::max(1, v.live_gateways);
   }

@@ -23,7 +23,8 @@ V& findOrInsert(StringMap<V>& map, std::string_view key) {
 }
 
 struct TokenEntry {
-  std::array<int64_t, 5> values{};  // output, prefill tokens, prefill ns, tokenless n, ns
+  // output, prefill tokens, prefill ns, tokenless n, tokenless ns, token time ns, timed tokens
+  std::array<int64_t, 7> values{};
   TimeNs expires = 0;
 };
 
@@ -193,7 +194,8 @@ void MemoryStore::publish(std::span<const ReplicaReport> reports, std::string_vi
     if (report.publish_running) findOrInsert(replica.running, gateway) = report.running;
     TokenEntry& tokens = findOrInsert(replica.tokens, gateway);
     tokens.values = {report.output_tokens, report.prefill_tokens, report.prefill_ns,
-                     report.tokenless_requests, report.tokenless_latency_ns};
+                     report.tokenless_requests, report.tokenless_latency_ns,
+                     report.token_time_ns,       report.timed_tokens};
     tokens.expires = now + kTokenRetention;
   }
 }
@@ -224,6 +226,8 @@ std::vector<ReplicaGlobalView> MemoryStore::read(std::span<const ReplicaReport> 
       view.prefill_ns += tokens.values[2];
       view.tokenless_requests += tokens.values[3];
       view.tokenless_latency_ns += tokens.values[4];
+      view.token_time_ns += tokens.values[5];
+      view.timed_tokens += tokens.values[6];
     }
   }
   return views;

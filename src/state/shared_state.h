@@ -133,6 +133,8 @@ struct ReplicaReport {
   int64_t prefill_ns = 0;
   int64_t tokenless_requests = 0;
   int64_t tokenless_latency_ns = 0;
+  int64_t token_time_ns = 0;  // time per output token: time spent on the timed tokens...
+  int64_t timed_tokens = 0;   // ...and their count
 };
 
 // One replica as all gateways see it together.
@@ -147,6 +149,8 @@ struct ReplicaGlobalView {
   int64_t prefill_ns = 0;
   int64_t tokenless_requests = 0;
   int64_t tokenless_latency_ns = 0;
+  int64_t token_time_ns = 0;
+  int64_t timed_tokens = 0;
   int live_gateways = 1;  // gateways with a current heartbeat for this model, this one included
 };
 

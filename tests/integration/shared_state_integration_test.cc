@@ -302,5 +302,44 @@ TEST_F(SharedStateTest, RedisLostMidLoadCostsNoRequestAndSharedModeResumes) {
       5s));
 }
 
+TEST_F(SharedStateTest, CapacityIsLearnedFromEveryGatewaysTraffic) {
+  startEngines(1);
+  startGateways(2, "", "load-balance");
+  waitForLiveGateways(2);
+  const std::string replica = address(engines_[0]->port());
+  // Traffic through gateway 0 only: gateway 1 counts no token of its own, yet learns the
+  // replica's speed from the tokens summed in shared state.
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 4; ++i) {
+    clients.emplace_back([&] {
+      for (int n = 0; n < 200 && !stop.load(); ++n) {
+        httpRequest(port(0), "POST", "/v1/chat/completions",
+                    chatBody("llama2-7b", 24, /*stream=*/true), kJson, 10s);
+      }
+    });
+  }
+  auto learned = [&](size_t gateway) {
+    const HttpResult r = httpRequest(admin(gateway), "GET", "/debug/fleet");
+    simdjson::dom::parser parser;
+    simdjson::dom::element root;
+    if (parser.parse(r.body).get(root) != simdjson::SUCCESS) return 0.0;
+    for (auto entry : root["models"].at(0)["replicas"].get_array()) {
+      double decode = 0;
+      if (entry["capacity"]["decode"].get(decode) == simdjson::SUCCESS) return decode;
+    }
+    return 0.0;
+  };
+  const bool learned_there = waitUntil([&] { return learned(1) > 0; }, 8s);
+  stop = true;
+  for (auto& t : clients) t.join();
+  EXPECT_TRUE(learned_there);
+  EXPECT_EQ(fleetField(admin(1), replica, "output_tokens_total"), "0");
+  // Both gateways learned from the same counts: the same order of magnitude.
+  EXPECT_GT(learned(0), 0.0);
+  EXPECT_LT(learned(1) / learned(0), 3.0);
+  EXPECT_GT(learned(1) / learned(0), 1.0 / 3.0);
+}
+
 }  // namespace
 }  // namespace switchyard::testing

@@ -214,6 +214,8 @@ TYPED_TEST(SharedStateContractTest, ReadSumsOtherLiveGatewaysAndEveryonesTokens)
     r.prefill_ns = base * 3;
     r.tokenless_requests = base * 4;
     r.tokenless_latency_ns = base * 5;
+    r.token_time_ns = base * 6;
+    r.timed_tokens = base * 7;
     return r;
   };
   const std::vector<ReplicaReport> from_a = {tokens(report("m1", "r1", 5, true), 100),
@@ -258,6 +260,8 @@ TYPED_TEST(SharedStateContractTest, ReadSumsOtherLiveGatewaysAndEveryonesTokens)
   EXPECT_EQ(r1.prefill_ns, 333);
   EXPECT_EQ(r1.tokenless_requests, 444);
   EXPECT_EQ(r1.tokenless_latency_ns, 555);
+  EXPECT_EQ(r1.token_time_ns, 666);
+  EXPECT_EQ(r1.timed_tokens, 777);
 }
 
 TYPED_TEST(SharedStateContractTest, SessionPinRaceHasOneWinner) {
