@@ -2,7 +2,7 @@
 JOBS ?= $(shell nproc)
 
 .PHONY: deps build build-debug test test-release test-debug tsan demo bench bench-faults \
-	bench-hetero clean
+	bench-hetero bench-stampede clean
 
 deps:
 	bash scripts/install-deps.sh
@@ -42,6 +42,12 @@ bench-faults: build
 # HETERO_SECONDS, HETERO_SWEEP=1 and friends: see bench/e2e/hetero.sh.
 bench-hetero: build
 	bash bench/e2e/hetero.sh
+
+# A replica added to a loaded fleet behind 3 gateways sharing Redis (least-request vs
+# least-request-top-k with slow start), then the latency Redis adds per request. About 2.5 min;
+# CSV and PNG in build/bench-stampede/. STAMPEDE_* knobs: see bench/e2e/stampede.sh.
+bench-stampede: build
+	bash bench/e2e/stampede.sh
 
 clean:
 	rm -rf build
