@@ -204,6 +204,7 @@ class ControlPlane {
       if (ec) return;
       if (signal == SIGHUP) {
         spdlog::info("gateway: SIGHUP, reloading {}", options_.config_path);
+        stamp_ = stampOf(options_.config_path);  // the file poll need not reload it again
         reload();
         waitForSignal();
         return;

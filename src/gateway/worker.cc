@@ -177,6 +177,7 @@ struct Worker::Impl {
                                      http::request<http::string_body>& req, bool keep_alive,
                                      JobPath job);
   const fleet::ModelEntry* defaultJobModel(const fleet::FleetSnapshot& snapshot) const;
+  std::string_view requestId(ClientConnection& conn, const http::request<http::string_body>& req);
   void noteSharedState(bool degraded);
   asio::awaitable<ForwardResult> forward(ClientConnection& conn,
                                          http::request<http::string_body>& req,
@@ -336,15 +337,8 @@ asio::awaitable<bool> Worker::Impl::handle(ClientConnection& conn,
 asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn,
                                           http::request<http::string_body>& req,
                                           bool keep_alive, JobPath job) {
-  // Request id: the client's, or a fresh one that is also sent upstream.
-  std::string_view request_id = req["x-request-id"];
-  const bool generated_id = request_id.empty();
-  if (generated_id) {
-    static constexpr char kHex[] = "0123456789abcdef";
-    uint64_t bits = rng.next();
-    for (int i = 0; i < 16; ++i) conn.generated_id[i] = kHex[(bits >> (i * 4)) & 0xF];
-    request_id = std::string_view(conn.generated_id, 16);
-  }
+  const bool generated_id = req["x-request-id"].empty();
+  const std::string_view request_id = requestId(conn, req);
   observe::RequestScope observed(observer, conn.observed, now(), request_id, req["traceparent"],
                                  req["x-switchyard-explain"]);
 
@@ -574,6 +568,17 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn,
                                keep_alive);
 }
 
+// The client's x-request-id, or a fresh one (kept in the connection) that is also sent upstream.
+std::string_view Worker::Impl::requestId(ClientConnection& conn,
+                                         const http::request<http::string_body>& req) {
+  const std::string_view given = req["x-request-id"];
+  if (!given.empty()) return given;
+  static constexpr char kHex[] = "0123456789abcdef";
+  const uint64_t bits = rng.next();
+  for (int i = 0; i < 16; ++i) conn.generated_id[i] = kHex[(bits >> (i * 4)) & 0xF];
+  return std::string_view(conn.generated_id, 16);
+}
+
 const fleet::ModelEntry* Worker::Impl::defaultJobModel(const fleet::FleetSnapshot& snapshot) const {
   if (!config.async_jobs.default_model.empty()) {
     return snapshot.findModel(config.async_jobs.default_model);
@@ -584,14 +589,8 @@ const fleet::ModelEntry* Worker::Impl::defaultJobModel(const fleet::FleetSnapsho
 asio::awaitable<bool> Worker::Impl::proxyToOwner(ClientConnection& conn,
                                                  http::request<http::string_body>& req,
                                                  bool keep_alive, JobPath job) {
-  std::string_view request_id = req["x-request-id"];
-  const bool generated_id = request_id.empty();
-  if (generated_id) {
-    static constexpr char kHex[] = "0123456789abcdef";
-    uint64_t bits = rng.next();
-    for (int i = 0; i < 16; ++i) conn.generated_id[i] = kHex[(bits >> (i * 4)) & 0xF];
-    request_id = std::string_view(conn.generated_id, 16);
-  }
+  const bool generated_id = req["x-request-id"].empty();
+  const std::string_view request_id = requestId(conn, req);
   observe::RequestScope observed(observer, conn.observed, now(), request_id, req["traceparent"],
                                  req["x-switchyard-explain"]);
   const std::shared_ptr<const fleet::FleetSnapshot> snapshot = snapshots.get();

@@ -281,6 +281,13 @@ TEST(ObserveTest, ExplainHeaderAndDecisionLog) {
   simdjson::dom::element root = parser.parse(log.body);
   simdjson::dom::array decisions = root["decisions"].get_array();
   EXPECT_EQ(decisions.size(), 8u);  // the configured bound, merged over both workers
+  // ?limit=N: the newest N; a bad limit is a clear 400.
+  const HttpResult newest = httpRequest(gateway.admin(), "GET", "/debug/decisions?limit=3");
+  ASSERT_EQ(newest.status, 200);
+  simdjson::dom::parser limited_parser;
+  EXPECT_EQ(limited_parser.parse(newest.body)["decisions"].get_array().size(), 3u);
+  EXPECT_EQ(httpRequest(gateway.admin(), "GET", "/debug/decisions?limit=x").status, 400);
+  EXPECT_EQ(httpRequest(gateway.admin(), "GET", "/debug/decisions?limit=0").status, 400);
   int64_t previous = INT64_MAX;
   for (auto d : decisions) {
     EXPECT_LE(d["time_unix_ms"].get_int64().value(), previous);  // newest first
