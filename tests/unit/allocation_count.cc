@@ -3,9 +3,25 @@
 #include <cstdlib>
 #include <new>
 
+// Sanitizers bring their own operator new; replacing it as well makes libraries built without
+// this file (simdjson) allocate through theirs and free through ours. Counting is off there.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SWITCHYARD_COUNT_ALLOCATIONS 0
+#else
+#define SWITCHYARD_COUNT_ALLOCATIONS 1
+#endif
+
 namespace {
 thread_local uint64_t allocations = 0;
+}  // namespace
 
+namespace switchyard::testing {
+uint64_t threadAllocations() { return allocations; }
+bool allocationCounting() { return SWITCHYARD_COUNT_ALLOCATIONS != 0; }
+}  // namespace switchyard::testing
+
+#if SWITCHYARD_COUNT_ALLOCATIONS
+namespace {
 void* allocate(std::size_t size) {
   ++allocations;
   if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
@@ -19,10 +35,6 @@ void* allocateAligned(std::size_t size, std::align_val_t align) {
   throw std::bad_alloc();
 }
 }  // namespace
-
-namespace switchyard::testing {
-uint64_t threadAllocations() { return allocations; }
-}  // namespace switchyard::testing
 
 void* operator new(std::size_t size) { return allocate(size); }
 void* operator new[](std::size_t size) { return allocate(size); }
@@ -40,3 +52,4 @@ void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
 void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
 void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+#endif

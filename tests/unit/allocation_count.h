@@ -9,6 +9,8 @@
 namespace switchyard::testing {
 
 uint64_t threadAllocations();
+// False in sanitizer builds, which keep their own operator new: tests needing counts skip.
+bool allocationCounting();
 
 // Allocations on this thread between construction and count().
 class AllocationScope {
