@@ -593,6 +593,7 @@ asio::awaitable<bool> Worker::Impl::proxyToOwner(ClientConnection& conn,
   const std::string_view request_id = requestId(conn, req);
   observe::RequestScope observed(observer, conn.observed, now(), request_id, req["traceparent"],
                                  req["x-switchyard-explain"]);
+  conn.capture_job_id = false;  // a follow-up names its resource; nothing new to record
   const std::shared_ptr<const fleet::FleetSnapshot> snapshot = snapshots.get();
   const state::JobOwner owner = co_await shared->lookupJob(job.id);
   noteSharedState(owner.degraded);
