@@ -96,7 +96,9 @@ TEST_F(RedisFailureTest, KilledRedisMidCallAnswersDegraded) {
   const auto deadline = Clock::now() + 5s;
   while (results.size() < 5 && Clock::now() < deadline) io_.run_one_for(50ms);
   ASSERT_EQ(results.size(), 5u);
-  for (const AdmitResult& r : results) EXPECT_EQ(r.verdict, AdmitVerdict::kDegraded);
+  for (const AdmitResult& r : results) {
+    EXPECT_EQ(r.verdict, AdmitVerdict::kDegraded) << "in flight " << r.inflight;
+  }
 }
 
 TEST_F(RedisFailureTest, LateReplyIsDroppedAndItsAdmissionUndone) {

@@ -6,8 +6,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
+#include <fstream>
 #include <stdexcept>
+#include <string>
 #include <thread>
 
 namespace switchyard::testing {
@@ -57,8 +60,15 @@ void RedisServer::start() {
 
 void RedisServer::stop(bool kill) {
   if (!process_) return;
-  if (paused_) resume();
-  process_->sendSignal(kill ? SIGKILL : SIGTERM);
+  // SIGKILL ends a stopped server as it is; SIGTERM needs it running. Resuming before a kill
+  // would let it answer what was sent while it was paused.
+  if (kill) {
+    process_->sendSignal(SIGKILL);
+  } else {
+    resume();
+    process_->sendSignal(SIGTERM);
+  }
+  paused_ = false;
   if (!process_->waitExit(deadlineIn(5000ms))) process_->sendSignal(SIGKILL);
   process_.reset();  // reaps
 }
@@ -67,6 +77,18 @@ void RedisServer::pause() {
   if (!process_ || paused_) return;
   process_->sendSignal(SIGSTOP);
   paused_ = true;
+  // SIGSTOP takes effect when the kernel next schedules the server: wait until it is stopped
+  // (state T in /proc), so that nothing sent after pause() is answered.
+  const std::string stat_path = "/proc/" + std::to_string(process_->pid()) + "/stat";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::ifstream stat(stat_path);
+    std::string line;
+    std::getline(stat, line);
+    const size_t close = line.rfind(')');  // the state follows the parenthesised command name
+    if (close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'T') return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 void RedisServer::resume() {
