@@ -337,8 +337,8 @@ asio::awaitable<bool> Worker::Impl::handle(ClientConnection& conn,
 asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn,
                                           http::request<http::string_body>& req,
                                           bool keep_alive, JobPath job) {
-  const bool generated_id = req["x-request-id"].empty();
   const std::string_view request_id = requestId(conn, req);
+  const bool generated_id = request_id.data() == conn.generated_id;  // also sent upstream
   observe::RequestScope observed(observer, conn.observed, now(), request_id, req["traceparent"],
                                  req["x-switchyard-explain"]);
 
@@ -589,8 +589,8 @@ const fleet::ModelEntry* Worker::Impl::defaultJobModel(const fleet::FleetSnapsho
 asio::awaitable<bool> Worker::Impl::proxyToOwner(ClientConnection& conn,
                                                  http::request<http::string_body>& req,
                                                  bool keep_alive, JobPath job) {
-  const bool generated_id = req["x-request-id"].empty();
   const std::string_view request_id = requestId(conn, req);
+  const bool generated_id = request_id.data() == conn.generated_id;  // also sent upstream
   observe::RequestScope observed(observer, conn.observed, now(), request_id, req["traceparent"],
                                  req["x-switchyard-explain"]);
   conn.capture_job_id = false;  // a follow-up names its resource; nothing new to record
