@@ -58,6 +58,7 @@ std::vector<std::string> distinct(const std::vector<std::string>& values) {
 struct EngineSample {
   double busy_seconds = std::nan("");
   double generation_tokens = std::nan("");
+  double kv_usage = std::nan("");  // fraction of the KV cache in use, now
 };
 
 EngineSample sampleEngine(uint16_t port) {
@@ -65,6 +66,7 @@ EngineSample sampleEngine(uint16_t port) {
   if (auto text = loadgen::httpGet(kHost, port, "/metrics")) {
     s.busy_seconds = loadgen::metricSum(*text, "switchyard_engine_busy_seconds_total").value_or(NAN);
     s.generation_tokens = loadgen::metricSum(*text, "vllm:generation_tokens_total").value_or(NAN);
+    s.kv_usage = loadgen::metricSum(*text, "vllm:gpu_cache_usage_perc").value_or(NAN);
   }
   return s;
 }
@@ -146,12 +148,16 @@ std::optional<Capacity> measureCapacity(const std::string& self, const DemoOptio
   return c;
 }
 
-// The gateway's learned decode capacity of replica `name` from /debug/fleet; NaN if unknown.
-double learnedCapacity(const std::string& fleet_json, const std::string& name) {
+// One field of what the gateway learned about replica `name` ("decode", "slowdown"), from
+// /debug/fleet; NaN if unknown.
+double learnedValue(const std::string& fleet_json, const std::string& name,
+                    std::string_view field) {
   const size_t at = fleet_json.find(fmt::format(R"("name":"{}")", name));
   if (at == std::string::npos) return NAN;
-  const std::string key = R"("capacity":{"decode":)";
-  const size_t cap = fleet_json.find(key, at);
+  const size_t capacity = fleet_json.find(R"("capacity":{)", at);
+  if (capacity == std::string::npos) return NAN;
+  const std::string key = fmt::format(R"("{}":)", field);
+  const size_t cap = fleet_json.find(key, capacity);
   if (cap == std::string::npos) return NAN;
   const char* begin = fleet_json.c_str() + cap + key.size();
   char* end = nullptr;
@@ -164,9 +170,11 @@ struct TypeResult {
   std::string gpu;
   loadgen::GroupStats stats;
   double busy = 0;            // mean busy fraction of the type's replicas
+  double kv_usage = 0;        // mean KV-cache usage of the type's replicas over the window
   double tokens_per_s = 0;    // output tokens/s served by the type (engine counters)
   double throughput_util = 0; // per-replica tokens/s ÷ the type's measured capacity
   double learned_capacity = NAN;  // mean of the gateway's estimates for the type's replicas
+  double learned_knee = NAN;      // mean of 1 / learned slowdown: streams where t(n) = 2·t(0)
 };
 
 struct StrategyResult {
@@ -239,6 +247,14 @@ std::optional<StrategyResult> runStrategy(const std::string& self, const DemoOpt
   std::vector<EngineSample> before;
   for (uint16_t port : ports) before.push_back(sampleEngine(port));
   const auto t0 = Clock::now();
+  // KV usage is a gauge: its mean over the window, from a sample every half second.
+  std::vector<double> kv_sum(ports.size(), 0.0);
+  int kv_samples = 0;
+  for (double at = o.warmup_seconds + 0.25; at < total_seconds; at += 0.5) {
+    load.sleepUntil(at);
+    for (size_t i = 0; i < ports.size(); ++i) kv_sum[i] += sampleEngine(ports[i]).kv_usage;
+    ++kv_samples;
+  }
   load.sleepUntil(total_seconds);
   std::vector<EngineSample> after;
   for (uint16_t port : ports) after.push_back(sampleEngine(port));
@@ -264,23 +280,32 @@ std::optional<StrategyResult> runStrategy(const std::string& self, const DemoOpt
       if (g.label == type || (type == "all" && g.label == "total")) t.stats = g;
     }
     int replicas_of_type = 0;
-    double capacity_sum = 0, learned_sum = 0;
-    int learned_count = 0;
+    double capacity_sum = 0, learned_sum = 0, knee_sum = 0;
+    int learned_count = 0, knee_count = 0;
     for (size_t i = 0; i < ports.size(); ++i) {
       if (type != "all" && o.gpus[i] != type) continue;
       ++replicas_of_type;
       t.busy += (after[i].busy_seconds - before[i].busy_seconds) / wall;
+      if (kv_samples > 0) t.kv_usage += kv_sum[i] / kv_samples;
       t.tokens_per_s += (after[i].generation_tokens - before[i].generation_tokens) / wall;
       capacity_sum += capacity.at(o.gpus[i]).tokens_per_s;
-      const double learned = learnedCapacity(fleet, fmt::format("{}:{}", kHost, ports[i]));
-      if (!std::isnan(learned)) {
+      const std::string name = fmt::format("{}:{}", kHost, ports[i]);
+      if (const double learned = learnedValue(fleet, name, "decode"); !std::isnan(learned)) {
         learned_sum += learned;
         ++learned_count;
       }
+      if (const double slowdown = learnedValue(fleet, name, "slowdown"); slowdown > 0) {
+        knee_sum += 1 / slowdown;
+        ++knee_count;
+      }
     }
-    if (replicas_of_type > 0) t.busy /= replicas_of_type;
+    if (replicas_of_type > 0) {
+      t.busy /= replicas_of_type;
+      t.kv_usage /= replicas_of_type;
+    }
     t.throughput_util = capacity_sum > 0 ? t.tokens_per_s / capacity_sum : 0;
     if (learned_count > 0) t.learned_capacity = learned_sum / learned_count;
+    if (knee_count > 0) t.learned_knee = knee_sum / knee_count;
     result.types.push_back(t);
   }
   for (const auto& r : report.records) {
@@ -306,6 +331,8 @@ void printTable(const std::vector<StrategyResult>& results, const std::vector<st
   for (const auto& t : types) head += fmt::format(" {:>9}", "busy " + t);
   head += fmt::format(" {:>7}", "gap pp");
   for (const auto& t : types) head += fmt::format(" {:>9}", "tput " + t);
+  head += fmt::format(" {:>7}", "gap pp");
+  for (const auto& t : types) head += fmt::format(" {:>7}", "kv " + t);
   head += fmt::format(" {:>7} {:>11} {:>9} {:>11} {:>7} {:>7}", "gap pp", "TTFT p50/99",
                       "TPOT", "E2E p50/99", "tok/s", fmt::format("good%"));
   std::printf("%s\n", head.c_str());
@@ -315,19 +342,25 @@ void printTable(const std::vector<StrategyResult>& results, const std::vector<st
     for (size_t i = 0; i + 1 < r.types.size(); ++i) {
       line += fmt::format(" {:>9.1f}", r.types[i].stats.qps);
     }
-    double lo = 1e9, hi = -1e9, tlo = 1e9, thi = -1e9;
+    double lo = 1e9, hi = -1e9, tlo = 1e9, thi = -1e9, klo = 1e9, khi = -1e9;
     for (size_t i = 0; i + 1 < r.types.size(); ++i) {
       line += fmt::format(" {:>8.0f}%", 100 * r.types[i].busy);
       lo = std::min(lo, r.types[i].busy);
       hi = std::max(hi, r.types[i].busy);
       tlo = std::min(tlo, r.types[i].throughput_util);
       thi = std::max(thi, r.types[i].throughput_util);
+      klo = std::min(klo, r.types[i].kv_usage);
+      khi = std::max(khi, r.types[i].kv_usage);
     }
     line += fmt::format(" {:>7.1f}", 100 * (hi - lo));
     for (size_t i = 0; i + 1 < r.types.size(); ++i) {
       line += fmt::format(" {:>8.0f}%", 100 * r.types[i].throughput_util);
     }
-    line += fmt::format(" {:>7.1f} {:>11} {:>9} {:>11} {:>7.0f} {:>6.1f}%", 100 * (thi - tlo),
+    line += fmt::format(" {:>7.1f}", 100 * (thi - tlo));
+    for (size_t i = 0; i + 1 < r.types.size(); ++i) {
+      line += fmt::format(" {:>6.0f}%", 100 * r.types[i].kv_usage);
+    }
+    line += fmt::format(" {:>7.1f} {:>11} {:>9} {:>11} {:>7.0f} {:>6.1f}%", 100 * (khi - klo),
                         pair(all.stats.ttft_p50_ms, all.stats.ttft_p99_ms),
                         pair(all.stats.tpot_p50_ms, all.stats.tpot_p99_ms),
                         pair(all.stats.e2e_p50_ms, all.stats.e2e_p99_ms), all.tokens_per_s,
@@ -335,23 +368,26 @@ void printTable(const std::vector<StrategyResult>& results, const std::vector<st
     std::printf("%s\n", line.c_str());
   }
   std::printf("busy = engine busy fraction (switchyard_engine_busy_seconds_total delta / wall), "
-              "tput = tokens/s served / measured max; gap = max - min over GPU types; latencies "
-              "in ms over all requests; good%% = requests with TPOT <= %.0f ms%s\n",
+              "tput = tokens/s served / measured max; kv = mean KV-cache usage "
+              "(vllm:gpu_cache_usage_perc, sampled every 0.5 s); gap = max - min over GPU types; "
+              "latencies in ms over all requests; good%% = requests with TPOT <= %.0f ms%s\n",
               o.slo_tpot_ms,
               o.slo_ttft_ms > 0 ? fmt::format(" and TTFT <= {:.0f} ms", o.slo_ttft_ms).c_str()
                                 : "");
   std::printf("per GPU type (p50/p99 ms; learned = gateway's mean decode capacity estimate at "
-              "the end, tokens/s per replica):\n");
+              "the end, tokens/s per replica; knee = streams at which its learned time per token "
+              "doubles):\n");
   for (const StrategyResult& r : results) {
     for (size_t i = 0; i + 1 < r.types.size(); ++i) {
       const TypeResult& t = r.types[i];
       std::printf("  %-25s %-5s share %4.1f%%  TTFT %-9s TPOT %-7s E2E %-10s %6.0f tok/s  "
-                  "good %5.1f%%  learned %s\n",
+                  "good %5.1f%%  learned %s  knee %s\n",
                   r.strategy.c_str(), t.gpu.c_str(), 100 * t.stats.share,
                   pair(t.stats.ttft_p50_ms, t.stats.ttft_p99_ms).c_str(),
                   pair(t.stats.tpot_p50_ms, t.stats.tpot_p99_ms).c_str(),
                   pair(t.stats.e2e_p50_ms, t.stats.e2e_p99_ms).c_str(), t.tokens_per_s,
-                  t.stats.goodputPercent(), ms(t.learned_capacity).c_str());
+                  t.stats.goodputPercent(), ms(t.learned_capacity).c_str(),
+                  ms(t.learned_knee).c_str());
     }
   }
 }
@@ -360,16 +396,17 @@ void writeCsv(const std::string& path, const std::vector<StrategyResult>& result
   std::ofstream csv(path);
   csv << "load_pct,rate_rps,strategy,gpu,requests,ok,qps,share_pct,busy_pct,throughput_util_pct,"
          "tokens_per_s,ttft_p50_ms,ttft_p99_ms,tpot_p50_ms,tpot_p99_ms,e2e_p50_ms,e2e_p99_ms,"
-         "goodput_pct,learned_capacity\n";
+         "goodput_pct,learned_capacity,kv_usage_pct\n";
   for (const StrategyResult& r : results) {
     for (const TypeResult& t : r.types) {
       const auto& s = t.stats;
       csv << fmt::format("{:.0f},{:.2f},{},{},{},{},{:.2f},{:.1f},{:.1f},{:.1f},{:.0f},{:.1f},"
-                         "{:.1f},{:.2f},{:.2f},{:.1f},{:.1f},{:.1f},{:.0f}\n",
+                         "{:.1f},{:.2f},{:.2f},{:.1f},{:.1f},{:.1f},{:.0f},{:.1f}\n",
                          100 * r.load, r.rate, r.strategy, t.gpu, s.requests, s.ok, s.qps,
                          100 * s.share, 100 * t.busy, 100 * t.throughput_util, t.tokens_per_s,
                          s.ttft_p50_ms, s.ttft_p99_ms, s.tpot_p50_ms, s.tpot_p99_ms,
-                         s.e2e_p50_ms, s.e2e_p99_ms, s.goodputPercent(), t.learned_capacity);
+                         s.e2e_p50_ms, s.e2e_p99_ms, s.goodputPercent(), t.learned_capacity,
+                         100 * t.kv_usage);
     }
   }
 }

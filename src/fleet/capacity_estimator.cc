@@ -9,12 +9,16 @@ namespace {
 // Prior variance of the concurrency, in streams², per unit of sample weight: the ridge term that
 // shrinks the fitted slope towards 0 when the window's concurrency hardly varied.
 constexpr double kSlopePriorVariance = 1.0;
+// The steepest batching curve believed: per-token time doubling by one extra stream. Keeps the
+// slowdown finite when the fitted t(0) comes out at (or near) zero.
+constexpr double kMaxSlowdown = 1.0;
 
 bool wentBackwards(const CapacityCounters& now, const CapacityCounters& before) {
   return now.output_tokens < before.output_tokens || now.prefill_tokens < before.prefill_tokens ||
          now.prefill_ns < before.prefill_ns || now.tokenless_requests < before.tokenless_requests ||
          now.tokenless_latency_ns < before.tokenless_latency_ns ||
-         now.token_time_ns < before.token_time_ns || now.timed_tokens < before.timed_tokens;
+         now.token_time_ns < before.token_time_ns || now.timed_tokens < before.timed_tokens ||
+         now.token_concurrency < before.token_concurrency;
 }
 
 }  // namespace
@@ -28,6 +32,7 @@ CapacityCounters CapacityCounters::of(const ReplicaCounters& c) {
   out.tokenless_latency_ns = c.tokenless_latency_ns_total.load(std::memory_order_relaxed);
   out.token_time_ns = c.token_time_ns_total.load(std::memory_order_relaxed);
   out.timed_tokens = c.timed_tokens_total.load(std::memory_order_relaxed);
+  out.token_concurrency = c.token_concurrency_total.load(std::memory_order_relaxed);
   return out;
 }
 
@@ -41,9 +46,12 @@ void CapacityEstimator::smooth(double& estimate, double rate, TimeNs dt) {
   estimate += alpha * (rate - estimate);
 }
 
-double CapacityEstimator::decodeFromTokenTimes() {
+CapacityEstimator::CurvePoint CapacityEstimator::decodeFromTokenTimes() {
   // One point per refresh interval that timed tokens: (concurrency, seconds per token), weighted
-  // by its tokens. The interval's concurrency is the mean of its two end samples.
+  // by its tokens. The concurrency is the one the responses themselves saw (token_concurrency),
+  // or, from a source that does not count it, the mean of the interval's two end samples: a
+  // response that took seconds saw more than the instant it completed at, and pairing it with
+  // that instant flattens the fitted slope.
   const auto for_each_point = [this](auto&& use) {
     for (size_t j = 1; j < samples_.size(); ++j) {
       const Sample& a = samples_[j - 1];
@@ -52,7 +60,9 @@ double CapacityEstimator::decodeFromTokenTimes() {
       if (w <= 0) continue;
       const double seconds =
           static_cast<double>(b.counters.token_time_ns - a.counters.token_time_ns) / kNsPerSec;
-      use(w, seconds / w, 0.5 * (a.concurrency + b.concurrency));
+      const double seen =
+          static_cast<double>(b.counters.token_concurrency - a.counters.token_concurrency);
+      use(w, seconds / w, seen > 0 ? 0.5 * seen / w : 0.5 * (a.concurrency + b.concurrency));
     }
   };
   double w_sum = 0, n_sum = 0, t_sum = 0;
@@ -63,7 +73,7 @@ double CapacityEstimator::decodeFromTokenTimes() {
     n_sum += w * n;
     t_sum += w * t;
   });
-  if (w_sum <= 0 || t_sum <= 0) return kNaN;
+  if (w_sum <= 0 || t_sum <= 0) return {kNaN, kNaN};
   const double t_mean = t_sum / w_sum;  // token-weighted mean seconds per token
   double slope = 0;
   double n_mean = kNaN;
@@ -80,9 +90,12 @@ double CapacityEstimator::decodeFromTokenTimes() {
     slope = std::clamp(slope, 0.0, max_slope);
   }
   fit_ = {n_mean, t_mean, slope};
-  const double n_ref = settings_.reference_concurrency;
-  const double at_ref = std::isnan(n_mean) ? t_mean : t_mean + slope * (n_ref - n_mean);
-  return n_ref / at_ref;
+  const double n_ref = kReferenceConcurrency;
+  if (std::isnan(n_mean)) return {n_ref / t_mean, kNaN};
+  const double at_zero = t_mean - slope * n_mean;
+  const double slowdown =
+      at_zero * kMaxSlowdown > slope ? slope / at_zero : kMaxSlowdown;  // b / a, capped
+  return {n_ref / (t_mean + slope * (n_ref - n_mean)), slowdown};
 }
 
 void CapacityEstimator::observe(TimeNs now, const CapacityCounters& cumulative,
@@ -113,7 +126,8 @@ void CapacityEstimator::observe(TimeNs now, const CapacityCounters& cumulative,
   const double seconds = static_cast<double>(span) / kNsPerSec;
 
   if (new_tokens) {
-    double rate = decodeFromTokenTimes();
+    const CurvePoint curve = decodeFromTokenTimes();
+    double rate = curve.decode;
     if (std::isnan(rate)) {  // no per-token times from this source: the plain output rate
       rate = static_cast<double>(cumulative.output_tokens - oldest.counters.output_tokens) /
              seconds;
@@ -121,6 +135,7 @@ void CapacityEstimator::observe(TimeNs now, const CapacityCounters& cumulative,
     if (learned_.tokenless) learned_.decode = kNaN;  // the work changed kind: restart
     learned_.tokenless = false;
     smooth(learned_.decode, rate, dt);
+    if (!std::isnan(curve.slowdown)) smooth(learned_.slowdown, curve.slowdown, dt);
   } else if (new_tokenless && (learned_.tokenless || std::isnan(learned_.decode))) {
     const double latency_seconds =
         static_cast<double>(cumulative.tokenless_latency_ns - oldest.counters.tokenless_latency_ns) /
@@ -129,6 +144,7 @@ void CapacityEstimator::observe(TimeNs now, const CapacityCounters& cumulative,
         static_cast<double>(cumulative.tokenless_requests - oldest.counters.tokenless_requests);
     if (latency_seconds > 0) {
       learned_.tokenless = true;
+      learned_.slowdown = kNaN;  // no per-token curve for tokenless work
       smooth(learned_.decode, requests / latency_seconds, dt);
     }
   }

@@ -19,11 +19,13 @@
 // unit of weight, so a narrow spread cannot produce a wild extrapolation) and clamped to
 // [0, t̄/n̄] (time per token does not fall with load, and a = t(0) ≥ 0). Then
 //   decode = n_ref / t(n_ref)                       output tokens/s at the reference concurrency
-// n_ref (default 64, the usual vLLM batch the gateway aims for). With a flat slope this is n_ref ×
+// n_ref (kReferenceConcurrency, 64: the usual vLLM batch). With a flat slope this is n_ref ×
 // the replica's per-stream speed; with a fitted slope it is the throughput the replica would
 // sustain at n_ref streams. Either way a replica given less traffic is not learned as slower:
 // its per-stream speed is, if anything, better. More load makes per-token time grow, so the
-// feedback that remains is negative (stabilising).
+// feedback that remains is negative (stabilising). The curve's shape is kept too, as
+//   slowdown = b / a                     (t(n) = a·(1 + slowdown·n); load-balance's utilisation)
+// capped at 1 (the time per token doubling by the first extra stream).
 // The window's value is smoothed with an EWMA (time constant default 10 s); the first one is taken
 // as it is.
 //   tokenless work (embeddings): completed requests / s of request latency (inverse latency)
@@ -48,9 +50,6 @@ namespace switchyard::fleet {
 struct CapacitySettings {
   TimeNs window = 60 * kNsPerSec;
   TimeNs time_constant = 10 * kNsPerSec;
-  // Concurrency at which the decode capacity is stated (streams). It scales every replica's
-  // estimate alike when the fitted slope is flat; with a slope it picks the point of the curve.
-  double reference_concurrency = 64;
 };
 
 // Cumulative counters (since start, or summed over gateways: every field is additive).
@@ -62,6 +61,7 @@ struct CapacityCounters {
   int64_t tokenless_latency_ns = 0;
   int64_t token_time_ns = 0;  // time spent producing timed_tokens (see ReplicaCounters)
   int64_t timed_tokens = 0;
+  int64_t token_concurrency = 0;  // Σ timed tokens × (start + end concurrency); see ReplicaCounters
 
   static CapacityCounters of(const ReplicaCounters& c);
 };
@@ -95,8 +95,13 @@ class CapacityEstimator {
     double concurrency;  // NaN unknown
   };
   void smooth(double& estimate, double rate, TimeNs dt);
-  // decode capacity from the window's per-token times; NaN when the window has none.
-  double decodeFromTokenTimes();
+  // Decode capacity and slowdown from the window's per-token times; decode NaN when the window
+  // has none, slowdown NaN when the concurrencies are unknown.
+  struct CurvePoint {
+    double decode;
+    double slowdown;
+  };
+  CurvePoint decodeFromTokenTimes();
 
   CapacitySettings settings_;
   std::deque<Sample> samples_;  // oldest first, spanning at most the window

@@ -21,10 +21,20 @@
 namespace switchyard::fleet {
 
 // Knobs of the load-balance score (docs/routing.md); resolved per model at config load.
+// What load-balance divides load by (docs/routing.md, "load-balance").
+enum class LoadBalanceScore : uint8_t {
+  kUtilization,          // predicted output rate with this request ÷ learned capacity
+  kRequestsPerCapacity,  // (running + 1) ÷ learned capacity: requests per token/s
+};
+
 struct LoadBalanceParams {
   double queued_weight = 0.0;     // λ: weight of engine-queued requests
   double kv_alpha = 2.0;          // α: strength of the KV-pressure penalty
   double kv_critical_free = 0.10;  // below this free-KV fraction a replica scores +Inf
+  LoadBalanceScore score = LoadBalanceScore::kUtilization;
+  // Utilisation score only: among the replicas whose score is within this of the lowest, the one
+  // predicted to serve the request fastest wins (0: the lowest score wins).
+  double fastest_within = 0.03;
 };
 
 // Knobs of least-request-top-k (docs/routing.md); resolved per model at config load.

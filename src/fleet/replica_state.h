@@ -41,6 +41,11 @@ struct alignas(64) ReplicaCounters {
   // spotting a degraded replica among peers of the same GPU type.
   std::atomic<int64_t> token_time_ns_total{0};
   std::atomic<int64_t> timed_tokens_total{0};
+  // The concurrency those tokens were produced at: Σ timed tokens × (requests in flight on the
+  // replica across gateways when the response started + when it ended), i.e. twice the
+  // token-weighted mean concurrency times the tokens. Pairs each response's speed with its own
+  // load for the batching-curve fit.
+  std::atomic<int64_t> token_concurrency_total{0};
 };
 
 // A replica's routing health (docs/operations.md). Written by the control thread's health
@@ -61,12 +66,20 @@ enum class HealthReason : uint8_t {
   kHalfOpenFailure,  // the trial request or probe after a backoff failed
 };
 
+// The concurrency (streams in flight) at which a replica's decode capacity is stated, and the
+// reference of its utilisation: the usual vLLM batch a gateway aims for.
+inline constexpr double kReferenceConcurrency = 64;
+
 // What the capacity estimator has learned about a replica; NaN while unknown.
 struct LearnedCapacity {
   double decode = std::numeric_limits<double>::quiet_NaN();   // output tokens/s, or requests/s
                                                               // for tokenless (embedding) work
   double prefill = std::numeric_limits<double>::quiet_NaN();  // prompt tokens/s
   bool tokenless = false;  // `decode` is inverse request latency, not tokens/s
+  // Shape of the batching curve: time per token t(n) = t(0)·(1 + slowdown·n) with n streams in
+  // flight (1/slowdown is the concurrency at which the time per token doubles). 0: flat. NaN
+  // until a fit over known concurrencies exists.
+  double slowdown = std::numeric_limits<double>::quiet_NaN();
 };
 
 class ReplicaState {
@@ -154,11 +167,13 @@ class ReplicaState {
     decode_capacity_.store(capacity.decode, std::memory_order_relaxed);
     prefill_capacity_.store(capacity.prefill, std::memory_order_relaxed);
     capacity_tokenless_.store(capacity.tokenless, std::memory_order_relaxed);
+    slowdown_.store(capacity.slowdown, std::memory_order_relaxed);
   }
   LearnedCapacity capacity() const {
     return {decode_capacity_.load(std::memory_order_relaxed),
             prefill_capacity_.load(std::memory_order_relaxed),
-            capacity_tokenless_.load(std::memory_order_relaxed)};
+            capacity_tokenless_.load(std::memory_order_relaxed),
+            slowdown_.load(std::memory_order_relaxed)};
   }
 
  private:
@@ -182,6 +197,7 @@ class ReplicaState {
 
   alignas(64) std::atomic<double> decode_capacity_{EngineSignals::kUnknown};
   std::atomic<double> prefill_capacity_{EngineSignals::kUnknown};
+  std::atomic<double> slowdown_{EngineSignals::kUnknown};
   std::atomic<int64_t> remote_running_{0};
   std::atomic<TimeNs> ready_since_{kEstablished};
   std::atomic<bool> capacity_tokenless_{false};

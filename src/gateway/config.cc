@@ -39,6 +39,13 @@ void requireStrategy(const std::string& name, const std::string& key) {
   }
 }
 
+fleet::LoadBalanceScore loadBalanceScore(const std::string& value, const std::string& where) {
+  if (value == "utilization") return fleet::LoadBalanceScore::kUtilization;
+  if (value == "requests-per-capacity") return fleet::LoadBalanceScore::kRequestsPerCapacity;
+  throw ConfigError(where + ": must be utilization or requests-per-capacity, not \"" + value +
+                    "\"");
+}
+
 // Reads the keys present in `node` over `params` (absent keys keep their value).
 void parseLoadBalance(const YAML::Node& node, const std::string& where,
                       fleet::LoadBalanceParams& params) {
@@ -52,6 +59,10 @@ void parseLoadBalance(const YAML::Node& node, const std::string& where,
       params.kv_alpha = number(it->second, full, 0, 1e6);
     } else if (key == "kv_critical_free") {
       params.kv_critical_free = number(it->second, full, 0, 1);
+    } else if (key == "fastest_within") {
+      params.fastest_within = number(it->second, full, 0, 1);
+    } else if (key == "score") {
+      params.score = loadBalanceScore(scalar<std::string>(it->second, full), full);
     } else {
       throw ConfigError(full + ": unknown key");
     }
@@ -360,6 +371,13 @@ void applyLoadBalanceEnvironment(GatewayConfig& config) {
     }
   }
   // Switchyard's own knobs: no AIBrix counterpart.
+  if (const char* v = std::getenv("SWITCHYARD_LOAD_BALANCE_SCORE"); v != nullptr && *v != '\0') {
+    config.load_balance.score = loadBalanceScore(v, "SWITCHYARD_LOAD_BALANCE_SCORE");
+  }
+  if (envNumber("SWITCHYARD_LOAD_BALANCE_FASTEST_WITHIN", config.load_balance.fastest_within) &&
+      config.load_balance.fastest_within > 1) {
+    throw ConfigError("SWITCHYARD_LOAD_BALANCE_FASTEST_WITHIN: must be between 0 and 1");
+  }
   envNumber("SWITCHYARD_ROUTING_LEAST_REQUEST_TOP_K_TOLERANCE_FRACTION",
             config.top_k.tolerance_fraction);
   if (envNumber("SWITCHYARD_ROUTING_SLOW_START_AGGRESSION", config.slow_start.aggression) &&

@@ -117,6 +117,8 @@ std::string renderFleetJson(const fleet::FleetSnapshot& snapshot, TimeNs now) {
       appendSignal(out, "decode", capacity.decode);
       out.push_back(',');
       appendSignal(out, "prefill", capacity.prefill);
+      out.push_back(',');
+      appendSignal(out, "slowdown", capacity.slowdown);
       fmt::format_to(std::back_inserter(out), R"(,"unit":"{}"}},)",
                      capacity.tokenless ? "requests/s" : "tokens/s");
       // Lower wins; null when excluded or +Inf ("pass over").

@@ -75,6 +75,7 @@ asio::awaitable<void> GatewayStateSync::cycle() {
       r.tokenless_latency_ns = c.tokenless_latency_ns_total.load(std::memory_order_relaxed);
       r.token_time_ns = c.token_time_ns_total.load(std::memory_order_relaxed);
       r.timed_tokens = c.timed_tokens_total.load(std::memory_order_relaxed);
+      r.token_concurrency = c.token_concurrency_total.load(std::memory_order_relaxed);
       reports.push_back(std::move(r));
       owners.emplace_back(&model, &entry);
     }
@@ -108,6 +109,7 @@ asio::awaitable<void> GatewayStateSync::cycle() {
     counters.tokenless_latency_ns = v.tokenless_latency_ns;
     counters.token_time_ns = v.token_time_ns;
     counters.timed_tokens = v.timed_tokens;
+    counters.token_concurrency = v.token_concurrency;
     global[entry->state.get()] = counters;
     live[model->name] = std::max(1, v.live_gateways);
   }

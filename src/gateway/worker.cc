@@ -191,10 +191,17 @@ struct Worker::Impl {
                                   std::string_view message, std::string_view type,
                                   std::string_view code, std::string_view param,
                                   std::string_view request_id, bool keep_alive);
+  // When a response ran, and the replica's load (requests in flight, all gateways) around it.
+  struct ResponseTiming {
+    TimeNs started;
+    TimeNs first_byte_at;  // -1 when no byte came
+    TimeNs finished;
+    int64_t streams_at_start;
+    int64_t streams_at_end;
+  };
   void accountCompletion(fleet::ReplicaCounters& counters, unsigned status,
                          const api::UsageScanner& scanner, bool event_stream,
-                         int64_t prompt_estimate, TimeNs started, TimeNs first_byte_at,
-                         TimeNs finished);
+                         int64_t prompt_estimate, const ResponseTiming& timing);
   asio::awaitable<bool> sendJson(ClientConnection& conn, unsigned status, std::string_view body,
                                  std::string_view request_id, bool keep_alive,
                                  std::string_view retry_after = {});
@@ -692,6 +699,7 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
     std::string_view strategy, std::string_view request_id, bool generated_id,
     int64_t prompt_estimate, bool keep_alive, bool may_retry, ForwardMode mode) {
   const TimeNs started = now();
+  const int64_t streams_at_start = replica->globalRunning();  // this request included
   TimeNs first_byte_at = -1;
   fleet::ReplicaCounters& counters = replica->counters();
   // The caller admitted the request (incremented `running`); this releases it.
@@ -859,8 +867,8 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
   }
 
   const TimeNs finished = now();
-  accountCompletion(counters, status, scanner, event_stream, prompt_estimate, started,
-                    first_byte_at, finished);
+  accountCompletion(counters, status, scanner, event_stream, prompt_estimate,
+                    {started, first_byte_at, finished, streams_at_start, replica->globalRunning()});
   observer.onComplete(conn.observed, first_byte_at,
                       scanner.promptTokens() > 0 ? scanner.promptTokens() : prompt_estimate,
                       scanner.completionTokens(), finished);
@@ -879,8 +887,8 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
 
 void Worker::Impl::accountCompletion(fleet::ReplicaCounters& counters, unsigned status,
                                      const api::UsageScanner& scanner, bool event_stream,
-                                     int64_t prompt_estimate, TimeNs started,
-                                     TimeNs first_byte_at, TimeNs finished) {
+                                     int64_t prompt_estimate, const ResponseTiming& timing) {
+  const auto [started, first_byte_at, finished, streams_at_start, streams_at_end] = timing;
   if (status != 200) return;  // only successful work says something about speed
   const int64_t output = scanner.completionTokens();
   const int64_t prompt = scanner.promptTokens() > 0 ? scanner.promptTokens() : prompt_estimate;
@@ -894,6 +902,8 @@ void Worker::Impl::accountCompletion(fleet::ReplicaCounters& counters, unsigned 
       counters.token_time_ns_total.fetch_add(finished - (decode_only ? first_byte_at : started),
                                              std::memory_order_relaxed);
       counters.timed_tokens_total.fetch_add(timed, std::memory_order_relaxed);
+      counters.token_concurrency_total.fetch_add(timed * (streams_at_start + streams_at_end),
+                                                 std::memory_order_relaxed);
     }
   } else {
     // Embeddings and other tokenless work: capacity is learned as inverse latency.

@@ -11,6 +11,8 @@
 #include <cmath>
 #include <vector>
 
+#include "fleet/batching_curve.h"
+
 #include "fleet/fleet_registry.h"
 #include "http/control_client.h"
 
@@ -130,25 +132,42 @@ void HealthManager::startProbing(const std::shared_ptr<Tracked>& tracked) {
 void HealthManager::detectLoadOutliers(const fleet::ModelEntry& model, TimeNs now) {
   const size_t n = model.replicas.size();
   if (n < 3) return;  // with fewer replicas an outlier is indistinguishable from the fleet
-  std::vector<std::pair<double, size_t>> loads;  // load per unit of capacity, replica index
-  double capacity_sum = 0;
-  int capacity_n = 0;
+  // Load in the units load-balance balances, so that a replica carrying its fair share is never
+  // the outlier: with the utilization score, in-flight requests scaled by how early the
+  // replica's batching curve saturates (equal curves: equal in-flight counts are fair, whatever
+  // the speeds); otherwise requests per unit of learned capacity.
+  std::vector<std::pair<double, size_t>> loads;  // comparable load, replica index
+  double capacity_sum = 0, slowdown_sum = 0;
+  int capacity_n = 0, slowdown_n = 0;
   for (const auto& entry : model.replicas) {
-    const double c = entry.state->capacity().decode;
-    if (std::isfinite(c) && c > 0) {
-      capacity_sum += c;
+    const fleet::LearnedCapacity learned = entry.state->capacity();
+    if (std::isfinite(learned.decode) && learned.decode > 0) {
+      capacity_sum += learned.decode;
       ++capacity_n;
+    }
+    if (learned.slowdown >= 0) {
+      slowdown_sum += learned.slowdown;
+      ++slowdown_n;
     }
   }
   const double mean_capacity = capacity_n ? capacity_sum / capacity_n : 1.0;
+  const bool by_curve =
+      model.load_balance.score == fleet::LoadBalanceScore::kUtilization && slowdown_n > 0;
+  const double mean_slowdown = slowdown_n ? slowdown_sum / slowdown_n : 0.0;
   std::vector<double> requests(n);
   for (size_t i = 0; i < n; ++i) {
     const fleet::ReplicaState& r = *model.replicas[i].state;
     const fleet::EngineSignals s = r.signals(now, snapshot_->signal_max_age);
     const double running = static_cast<double>(r.globalRunning());
     requests[i] = running + (s.hasWaiting() ? s.waiting : 0.0);
-    const double c = r.capacity().decode;
-    loads.emplace_back(requests[i] / (std::isfinite(c) && c > 0 ? c : mean_capacity), i);
+    const fleet::LearnedCapacity learned = r.capacity();
+    if (by_curve) {
+      const double s = fleet::shrunkSlowdown(learned.slowdown, mean_slowdown);
+      loads.emplace_back(requests[i] * (1.0 + s * fleet::kReferenceConcurrency), i);
+    } else {
+      const double c = learned.decode;
+      loads.emplace_back(requests[i] / (std::isfinite(c) && c > 0 ? c : mean_capacity), i);
+    }
   }
   std::vector<std::pair<double, size_t>> sorted = loads;
   std::sort(sorted.begin(), sorted.end());

@@ -28,7 +28,8 @@ struct CandidateRow {
   Exclusion excluded = Exclusion::kNone;
   double score = 0;  // lower is better; meaningful when not excluded
   double synthetic_load = 0;  // slow start's share of `score` (a warming replica), in requests
-  bool in_pick_set = false;   // top-K: one of the replicas the random pick was among
+  bool in_pick_set = false;   // top-K: one of the replicas the random pick was among; band:
+                              // within the band the fastest was chosen from
 };
 
 struct Decision {
@@ -40,7 +41,7 @@ struct Decision {
   bool health_fallback = false;  // every replica was unhealthy: health was ignored, not the request
   uint32_t saturated = 0;        // candidates removed by the in-flight limit
   bool affinity = false;         // the request's preferred replica (its session's) was kept
-  uint32_t pick_set = 0;  // top-K: how many candidates the random pick was among (0: lowest won)
+  uint32_t pick_set = 0;  // top-K / band: how many candidates the pick was among (0: lowest won)
   std::span<const CandidateRow> rows;  // every replica's row, filled always (cheap)
 };
 

@@ -113,6 +113,30 @@ int pickTopK(std::span<const double> scores, uint32_t k, double tolerance, Rng& 
   return static_cast<int>(work[0]);  // unreachable: r < below or r < at
 }
 
+int pickWithinBand(std::span<const double> scores, double band, std::span<const double> tiebreak,
+                   Rng& rng, double* cutoff) {
+  double lo = std::numeric_limits<double>::infinity();
+  for (double s : scores) lo = std::min(lo, s);  // +Inf never wins a min against a finite
+  if (!std::isfinite(lo)) {
+    *cutoff = -std::numeric_limits<double>::infinity();
+    return pickLowest(scores, tiebreak, rng);
+  }
+  const double limit = lo + band;
+  *cutoff = limit;
+  int best = -1;
+  uint32_t ties = 0;
+  for (size_t i = 0; i < scores.size(); ++i) {
+    if (!(scores[i] <= limit)) continue;
+    if (best < 0 || tiebreak[i] < tiebreak[best]) {
+      best = static_cast<int>(i);
+      ties = 1;
+    } else if (tiebreak[i] == tiebreak[best] && rng.below(++ties) == 0) {
+      best = static_cast<int>(i);
+    }
+  }
+  return best;
+}
+
 Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& model,
                const RouteRequest& request, Rng& rng, RoutingScratch& scratch) {
   Decision decision;
@@ -218,6 +242,15 @@ Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& mo
     double cutoff = 0;
     picked = pickTopK(scratch.scores, alone.top_k, alone.tolerance, rng, scratch.pick_order,
                       &cutoff);
+    for (size_t i = 0; i < m; ++i) {
+      if (scratch.scores[i] <= cutoff) {
+        scratch.rows[scratch.candidates[i]].in_pick_set = true;
+        ++decision.pick_set;
+      }
+    }
+  } else if (alone.band > 0) {
+    double cutoff = 0;
+    picked = pickWithinBand(scratch.scores, alone.band, scratch.tiebreak, rng, &cutoff);
     for (size_t i = 0; i < m; ++i) {
       if (scratch.scores[i] <= cutoff) {
         scratch.rows[scratch.candidates[i]].in_pick_set = true;

@@ -50,4 +50,10 @@ int pickLowest(std::span<const double> scores, std::span<const double> tiebreak,
 int pickTopK(std::span<const double> scores, uint32_t k, double tolerance, Rng& rng,
              std::span<uint32_t> work, double* cutoff);
 
+// The band picker: among the finite scores within `band` of the minimum, the lowest `tiebreak`
+// wins; equal ones at random. `cutoff` receives min + band. Falls back to pickLowest when no
+// score is finite.
+int pickWithinBand(std::span<const double> scores, double band, std::span<const double> tiebreak,
+                   Rng& rng, double* cutoff);
+
 }  // namespace switchyard::routing

@@ -30,6 +30,7 @@ struct CandidateInputs {
   double cpu_kv_usage = 0;  // CPU KV cache in use, 0..1 (0 when not exported)
   double decode = 0;        // learned capacity (NaN unknown)
   double prefill = 0;       // learned prefill capacity (NaN unknown)
+  double slowdown = 0;      // learned batching-curve slowdown per stream (NaN unknown)
   bool fresh = false;       // telemetry read within the snapshot's maximum signal age
   bool tokenless = false;   // `decode` is inverse latency
   // Slow start (routing/slow_start.h). The router zeroes synthetic_load before scoring and
@@ -58,6 +59,9 @@ struct ScoreNote {
   // the strategy is used alone; in a blend the scores are normalised and the lowest wins.
   uint32_t top_k = 0;
   double tolerance = 0;
+  // Picker mode "band" (when > 0 and top_k is 0): among the scores within `band` of the minimum
+  // the lowest tiebreak wins (pickWithinBand). Honoured alone, like top_k.
+  double band = 0;
 };
 
 class Strategy {

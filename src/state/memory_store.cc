@@ -23,8 +23,9 @@ V& findOrInsert(StringMap<V>& map, std::string_view key) {
 }
 
 struct TokenEntry {
-  // output, prefill tokens, prefill ns, tokenless n, tokenless ns, token time ns, timed tokens
-  std::array<int64_t, 7> values{};
+  // output, prefill tokens, prefill ns, tokenless n, tokenless ns, token time ns, timed tokens,
+  // token concurrency
+  std::array<int64_t, 8> values{};
   TimeNs expires = 0;
 };
 
@@ -195,7 +196,8 @@ void MemoryStore::publish(std::span<const ReplicaReport> reports, std::string_vi
     TokenEntry& tokens = findOrInsert(replica.tokens, gateway);
     tokens.values = {report.output_tokens, report.prefill_tokens, report.prefill_ns,
                      report.tokenless_requests, report.tokenless_latency_ns,
-                     report.token_time_ns,       report.timed_tokens};
+                     report.token_time_ns,       report.timed_tokens,
+                     report.token_concurrency};
     tokens.expires = now + kTokenRetention;
   }
 }
@@ -228,6 +230,7 @@ std::vector<ReplicaGlobalView> MemoryStore::read(std::span<const ReplicaReport> 
       view.tokenless_latency_ns += tokens.values[4];
       view.token_time_ns += tokens.values[5];
       view.timed_tokens += tokens.values[6];
+      view.token_concurrency += tokens.values[7];
     }
   }
   return views;

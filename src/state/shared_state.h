@@ -135,6 +135,7 @@ struct ReplicaReport {
   int64_t tokenless_latency_ns = 0;
   int64_t token_time_ns = 0;  // time per output token: time spent on the timed tokens...
   int64_t timed_tokens = 0;   // ...and their count
+  int64_t token_concurrency = 0;  // ...and the concurrency they were produced at
 };
 
 // One replica as all gateways see it together.
@@ -151,6 +152,7 @@ struct ReplicaGlobalView {
   int64_t tokenless_latency_ns = 0;
   int64_t token_time_ns = 0;
   int64_t timed_tokens = 0;
+  int64_t token_concurrency = 0;
   int live_gateways = 1;  // gateways with a current heartbeat for this model, this one included
 };
 

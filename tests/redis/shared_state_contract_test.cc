@@ -216,6 +216,7 @@ TYPED_TEST(SharedStateContractTest, ReadSumsOtherLiveGatewaysAndEveryonesTokens)
     r.tokenless_latency_ns = base * 5;
     r.token_time_ns = base * 6;
     r.timed_tokens = base * 7;
+    r.token_concurrency = base * 8;
     return r;
   };
   const std::vector<ReplicaReport> from_a = {tokens(report("m1", "r1", 5, true), 100),
@@ -262,6 +263,7 @@ TYPED_TEST(SharedStateContractTest, ReadSumsOtherLiveGatewaysAndEveryonesTokens)
   EXPECT_EQ(r1.tokenless_latency_ns, 555);
   EXPECT_EQ(r1.token_time_ns, 666);
   EXPECT_EQ(r1.timed_tokens, 777);
+  EXPECT_EQ(r1.token_concurrency, 888);
 }
 
 TYPED_TEST(SharedStateContractTest, SessionPinRaceHasOneWinner) {

@@ -18,6 +18,7 @@ struct BatchingReplica {
   double a;  // seconds per step at no load
   double b;  // extra seconds per step per stream
   CapacityCounters counters;
+  bool counts_concurrency = true;  // the gateway's token_concurrency (false: a source without)
 
   double secondsPerToken(double n) const { return a + b * n; }
   double throughput(double n) const { return n / secondsPerToken(n); }
@@ -27,6 +28,9 @@ struct BatchingReplica {
     counters.timed_tokens += tokens;
     counters.token_time_ns +=
         static_cast<int64_t>(std::llround(tokens * secondsPerToken(n) * kNsPerSec));
+    if (counts_concurrency) {
+      counters.token_concurrency += static_cast<int64_t>(std::llround(tokens * 2 * n));
+    }
   }
 };
 
@@ -94,6 +98,44 @@ TEST(CapacityEstimatorTest, FitRecoversTheBatchingCurveAndTheHardwareRatio) {
   EXPECT_NEAR(slow.fit().slope, kL20.b, 0.1 * kL20.b);
   const double true_ratio = kA100.throughput(64) / kL20.throughput(64);
   EXPECT_NEAR(fast.learned().decode / slow.learned().decode, true_ratio, 0.1 * true_ratio);
+  // The curve's shape: t(n) = a·(1 + slowdown·n).
+  EXPECT_NEAR(slow.learned().slowdown, kL20.b / kL20.a, 0.15 * kL20.b / kL20.a);
+  EXPECT_NEAR(fast.learned().slowdown, kA100.b / kA100.a, 0.15 * kA100.b / kA100.a);
+}
+
+TEST(CapacityEstimatorTest, EachResponseIsPairedWithTheLoadItSaw) {
+  // The sampled in-flight count says nothing here (constant 12), but the responses themselves
+  // report the concurrency they were served at: the curve is still recovered. Without that
+  // count (a source that does not sum it) the samples are all there is: a flat fit.
+  BatchingReplica counted = kL20, uncounted = kL20;
+  uncounted.counts_concurrency = false;
+  CapacityEstimator with, without;
+  const auto load = swing(4, 28);
+  const auto sampled = [](int) { return 12.0; };
+  for (int s = 0; s < 120; ++s) {
+    if (s == 0) {
+      with.observe(0, counted.counters, sampled(0));
+      without.observe(0, uncounted.counters, sampled(0));
+    }
+    counted.serve(0.5 * (load(s) + load(s + 1)), 1.0);
+    uncounted.serve(0.5 * (load(s) + load(s + 1)), 1.0);
+    with.observe((s + 1) * kNsPerSec, counted.counters, sampled(s + 1));
+    without.observe((s + 1) * kNsPerSec, uncounted.counters, sampled(s + 1));
+  }
+  EXPECT_NEAR(with.learned().slowdown, kL20.b / kL20.a, 0.15 * kL20.b / kL20.a);
+  EXPECT_NEAR(with.learned().decode, kL20.throughput(64), 0.06 * kL20.throughput(64));
+  EXPECT_EQ(without.learned().slowdown, 0.0);
+}
+
+TEST(CapacityEstimatorTest, TokenlessWorkHasNoCurve) {
+  CapacityEstimator estimator;
+  CapacityCounters c;
+  estimator.observe(0, c, 1);
+  c.tokenless_requests = 10;
+  c.tokenless_latency_ns = 10 * 50 * kNsPerMs;
+  estimator.observe(kNsPerSec, c, 1);
+  EXPECT_TRUE(estimator.learned().tokenless);
+  EXPECT_TRUE(std::isnan(estimator.learned().slowdown));
 }
 
 TEST(CapacityEstimatorTest, IdleRefreshesKeepTheEstimate) {
@@ -220,6 +262,7 @@ TEST(CapacityTrackerTest, SamplesTheConcurrencyAcrossGatewaysAndAcceptsSummedCou
     sum.output_tokens *= 2;
     sum.timed_tokens *= 2;
     sum.token_time_ns *= 2;
+    sum.token_concurrency *= 2;
     summed_tracker.refresh(replicas, {sum}, s * kNsPerSec);
   }
   EXPECT_NEAR(replica->capacity().decode, learned, 0.02 * learned);

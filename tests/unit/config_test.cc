@@ -98,6 +98,36 @@ models:
   EXPECT_EQ(config.models[0].load_balance.kv_alpha, 3.0);
   EXPECT_EQ(config.models[0].load_balance.kv_critical_free, 0.2);
   EXPECT_EQ(config.models[1].load_balance.kv_critical_free, 0.10);
+  EXPECT_EQ(config.models[1].load_balance.score, fleet::LoadBalanceScore::kUtilization);
+  EXPECT_EQ(config.models[1].load_balance.fastest_within, 0.03);
+}
+
+TEST(ConfigTest, LoadBalanceScoreAndBandAreChosenPerModel) {
+  const GatewayConfig config = parseConfig(R"(
+routing:
+  load_balance: { score: requests-per-capacity }
+models:
+  - name: a
+    routing_config: { load_balance: { score: utilization, fastest_within: 0 } }
+  - name: b
+)");
+  EXPECT_EQ(config.models[0].load_balance.score, fleet::LoadBalanceScore::kUtilization);
+  EXPECT_EQ(config.models[0].load_balance.fastest_within, 0.0);
+  EXPECT_EQ(config.models[1].load_balance.score, fleet::LoadBalanceScore::kRequestsPerCapacity);
+  EXPECT_THROW(parseConfig("routing: { load_balance: { score: fastest } }\nmodels: []\n"),
+               ConfigError);
+  EXPECT_THROW(parseConfig("routing: { load_balance: { fastest_within: 2 } }\nmodels: []\n"),
+               ConfigError);
+  ::setenv("SWITCHYARD_LOAD_BALANCE_SCORE", "requests-per-capacity", 1);
+  ::setenv("SWITCHYARD_LOAD_BALANCE_FASTEST_WITHIN", "0.05", 1);
+  const GatewayConfig from_env = parseConfig("models: [{ name: m }]\n");
+  ::setenv("SWITCHYARD_LOAD_BALANCE_SCORE", "nonsense", 1);
+  EXPECT_THROW(parseConfig("models: []\n"), ConfigError);
+  ::unsetenv("SWITCHYARD_LOAD_BALANCE_SCORE");
+  ::unsetenv("SWITCHYARD_LOAD_BALANCE_FASTEST_WITHIN");
+  EXPECT_EQ(from_env.models[0].load_balance.score,
+            fleet::LoadBalanceScore::kRequestsPerCapacity);
+  EXPECT_EQ(from_env.models[0].load_balance.fastest_within, 0.05);
 }
 
 TEST(ConfigTest, AibrixEnvironmentNamesSetTheLoadBalanceDefaults) {

@@ -42,6 +42,35 @@ class LoadBalanceTest : public ::testing::Test {
     return route(*snapshot_, snapshot_->models[0], request, rng_, scratch_);
   }
   double score(const Decision& d, int i) { return d.rows[i].score; }
+  // The learned batching curve: time per token t(n) = t(0)·(1 + slowdown·n).
+  void curve(int i, double slowdown) {
+    fleet::LearnedCapacity c = replica(i).capacity();
+    c.slowdown = slowdown;
+    replica(i).storeCapacity(c);
+  }
+  // Predicted utilisation with one more request, for equal slowdowns s and no KV penalty.
+  static double utilization(double running, double s) {
+    return (running + 1) * (1 + s * 64) / (64 * (1 + s * (running + 1)));
+  }
+  // Two replicas with no KV pressure: {running, capacity, slowdown} each.
+  struct Learned {
+    int64_t running;
+    double capacity;
+    double slowdown;
+  };
+  void two(const fleet::LoadBalanceParams& params, Learned a, Learned b) {
+    build(2, params);
+    int i = 0;
+    for (const Learned& r : {a, b}) {
+      set(i, r.running, r.capacity, 0);
+      curve(i++, r.slowdown);
+    }
+  }
+  static fleet::LoadBalanceParams band(double fastest_within) {
+    fleet::LoadBalanceParams p;
+    p.fastest_within = fastest_within;
+    return p;
+  }
 
   fleet::FleetRegistry registry_;
   std::shared_ptr<const fleet::FleetSnapshot> snapshot_;
@@ -178,6 +207,78 @@ TEST_F(LoadBalanceTest, LoadBalanceIsAutoBlendedBehindOtherStrategies) {
   EXPECT_EQ(decide("least-request").chosen, 0);
 }
 
+// The utilisation score (the default once a batching curve is learned).
+
+TEST_F(LoadBalanceTest, UtilizationCountsLoadInTheReplicasOwnUnits) {
+  // Same curve, three times the speed: the fast replica already delivers three times the tokens
+  // at the same in-flight count, so equal in-flight counts are equal utilisation. Requests per
+  // token/s would pile in-flight requests onto the fast replica as well.
+  two(band(0), {10, 3000, 1.0 / 40}, {8, 1000, 1.0 / 40});
+  const Decision d = decide("load-balance");
+  EXPECT_NEAR(score(d, 0), utilization(10, 1.0 / 40), 1e-12);
+  EXPECT_NEAR(score(d, 1), utilization(8, 1.0 / 40), 1e-12);
+  EXPECT_EQ(d.chosen, 1);
+  fleet::LoadBalanceParams seed = band(0);
+  seed.score = fleet::LoadBalanceScore::kRequestsPerCapacity;
+  two(seed, {10, 3000, 1.0 / 40}, {8, 1000, 1.0 / 40});
+  EXPECT_EQ(decide("load-balance").chosen, 0);  // 11/3000 < 9/1000
+}
+
+TEST_F(LoadBalanceTest, AFlatterCurveTakesMoreLoad) {
+  // A replica whose time per token grows more slowly with load is further from saturation at
+  // the same in-flight count.
+  two(band(0), {12, 1000, 1.0 / 80}, {12, 1000, 1.0 / 20});
+  const Decision d = decide("load-balance");
+  EXPECT_LT(score(d, 0), score(d, 1));
+  EXPECT_EQ(d.chosen, 0);
+}
+
+TEST_F(LoadBalanceTest, ReplicaWithoutACurveIsScoredAtTheMeanCurve) {
+  build(3, band(0));
+  set(0, 4, 1000, 0);
+  set(1, 4, 1000, 0);
+  set(2, 4, 1000, 0);
+  curve(0, 1.0 / 40);
+  curve(1, 3.0 / 40);
+  const Decision d = decide("load-balance");
+  EXPECT_NEAR(score(d, 2), utilization(4, 2.0 / 40), 1e-12);
+  // No curve anywhere: requests per unit of capacity, as before anything was fitted.
+  for (int i = 0; i < 3; ++i) curve(i, kNaN);
+  EXPECT_NEAR(score(decide("load-balance"), 0), 5.0 / 1000, 1e-12);
+}
+
+TEST_F(LoadBalanceTest, UtilizationKeepsTheKvGuardrail) {
+  build(2, band(0));
+  set(0, 0, 9000, 0.95);  // critical
+  set(1, 5, 1000, 0.5);
+  curve(0, 1.0 / 40);
+  curve(1, 1.0 / 40);
+  const Decision d = decide("load-balance");
+  EXPECT_TRUE(std::isinf(score(d, 0)));
+  EXPECT_NEAR(score(d, 1), utilization(5, 1.0 / 40) * (1 + 2 * 0.25), 1e-12);
+  EXPECT_EQ(d.chosen, 1);
+}
+
+TEST_F(LoadBalanceTest, WithinTheBandTheFastestReplicaWins) {
+  build(3);  // default band: 0.03
+  set(0, 10, 1000, 0);
+  set(1, 10, 3000, 0);  // as utilised, three times the speed per stream
+  set(2, 10, 2000, 0.3);
+  for (int i = 0; i < 3; ++i) curve(i, 1.0 / 40);
+  Decision d = decide("load-balance");
+  EXPECT_EQ(d.chosen, 1);
+  EXPECT_EQ(d.pick_set, 2u);  // replica 2 is outside the band: its KV penalty
+  EXPECT_TRUE(d.rows[0].in_pick_set);
+  EXPECT_TRUE(d.rows[1].in_pick_set);
+  EXPECT_FALSE(d.rows[2].in_pick_set);
+  // Outside the band utilisation decides: the fast replica is four requests busier.
+  set(1, 14, 3000, 0);
+  d = decide("load-balance");
+  EXPECT_GT(score(d, 1) - score(d, 0), 0.03);
+  EXPECT_EQ(d.chosen, 0);
+  EXPECT_EQ(d.pick_set, 1u);
+}
+
 TEST_F(LoadBalanceTest, ShapeAwareSendsPromptHeavyRequestsToFastPrefill) {
   build(2);
   for (int i = 0; i < 2; ++i) {
@@ -193,6 +294,29 @@ TEST_F(LoadBalanceTest, ShapeAwareSendsPromptHeavyRequestsToFastPrefill) {
   EXPECT_EQ(decide("load-balance-shape-aware", {10, 2000}).chosen, 0);  // long output
   // Plain load-balance only sees decode capacity.
   EXPECT_EQ(decide("load-balance", {8000, 16}).chosen, 0);
+}
+
+TEST_F(LoadBalanceTest, ShapeAwareWeighsTheRequestByWhatEachReplicaIsGoodAt) {
+  // Utilisation score: the request counts as its cost relative to the replica's typical one, at
+  // that replica's own prefill and decode rates.
+  build(2, band(0));
+  for (int i = 0; i < 2; ++i) {
+    replica(i).counters().requests_total.store(100);
+    replica(i).counters().input_tokens_total.store(100 * 500);
+    replica(i).counters().output_tokens_total.store(100 * 100);
+    set(i, 2, 1000, 0);
+  }
+  replica(0).storeCapacity({1100, 5000, false, 1.0 / 40});
+  replica(1).storeCapacity({1000, 20000, false, 1.0 / 40});
+  Decision d = decide("load-balance-shape-aware", {8000, 16});
+  const double typical1 = 500.0 / 20000 + 100.0 / 1000;
+  const double cost1 = 8000.0 / 20000 + 16.0 / 1000;
+  EXPECT_NEAR(score(d, 1), (2 + cost1 / typical1) / 3 * utilization(2, 1.0 / 40), 1e-12);
+  EXPECT_EQ(d.chosen, 1);  // prompt-heavy: the fast prefill
+  EXPECT_EQ(decide("load-balance-shape-aware", {10, 2000}).chosen, 0);  // output-heavy
+  // A typical request weighs 1 everywhere: the plain utilisation score.
+  d = decide("load-balance-shape-aware", {500, 100});
+  EXPECT_NEAR(score(d, 0), utilization(2, 1.0 / 40), 1e-12);
 }
 
 TEST_F(LoadBalanceTest, ShapeAwareFallsBackWhileNothingIsLearned) {

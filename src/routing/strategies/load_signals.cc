@@ -13,8 +13,8 @@ bool known(double v) { return std::isfinite(v) && v > 0; }
 CandidateAggregates gatherInputs(const ScoringContext& context,
                                  std::span<const uint32_t> candidates) {
   double worst_kv = 0, worst_waiting = 0;
-  double decode_sum = 0, prefill_sum = 0;
-  int decode_n = 0, prefill_n = 0;
+  double decode_sum = 0, prefill_sum = 0, slowdown_sum = 0;
+  int decode_n = 0, prefill_n = 0, slowdown_n = 0;
   bool fill_in = false;  // some candidate lacks fresh telemetry or a queue signal
   bool warming = false;  // some candidate is in its slow-start ramp
   // One pass over the replicas' state (three cache lines each: counters, signals, learned).
@@ -33,6 +33,7 @@ CandidateAggregates gatherInputs(const ScoringContext& context,
     in.decode = capacity.decode;
     in.prefill = capacity.prefill;
     in.tokenless = capacity.tokenless;
+    in.slowdown = capacity.slowdown;
     in.synthetic_load = 0;
     in.warmth = 1;
     warming |= replica.readySince() != fleet::ReplicaState::kEstablished;
@@ -49,6 +50,10 @@ CandidateAggregates gatherInputs(const ScoringContext& context,
       prefill_sum += in.prefill;
       ++prefill_n;
     }
+    if (in.slowdown >= 0) {  // 0 (flat) is known; NaN is not
+      slowdown_sum += in.slowdown;
+      ++slowdown_n;
+    }
   }
   for (size_t i = 0; fill_in && i < candidates.size(); ++i) {
     CandidateInputs& in = context.inputs[i];
@@ -63,7 +68,8 @@ CandidateAggregates gatherInputs(const ScoringContext& context,
   // Slow start: synthetic load, capacity not yet trusted.
   if (warming) easeInWarming(context, candidates);
   return {decode_n ? decode_sum / decode_n : std::nan(""),
-          prefill_n ? prefill_sum / prefill_n : std::nan("")};
+          prefill_n ? prefill_sum / prefill_n : std::nan(""),
+          slowdown_n ? slowdown_sum / slowdown_n : std::nan("")};
 }
 
 }  // namespace switchyard::routing::internal

@@ -14,6 +14,7 @@ namespace switchyard::routing::internal {
 struct CandidateAggregates {
   double mean_decode;   // mean learned capacity over the candidates that have one; NaN if none
   double mean_prefill;  // likewise for prefill
+  double mean_slowdown;  // likewise for the batching curve's slowdown
 };
 
 // Fills context.inputs[i] for candidates[i] and returns the aggregates.

@@ -194,10 +194,10 @@ class RedisSync final : public SharedStateSync {
       std::string tokens_key = keys_.tokens(report.model, report.replica);
       commands.push_back(plainCommand(
           {"HSET", tokens_key, gateway_,
-           fmt::format("{} {} {} {} {} {} {}", report.output_tokens, report.prefill_tokens,
+           fmt::format("{} {} {} {} {} {} {} {}", report.output_tokens, report.prefill_tokens,
                        report.prefill_ns, report.tokenless_requests,
-                       report.tokenless_latency_ns, report.token_time_ns,
-                       report.timed_tokens)}));
+                       report.tokenless_latency_ns, report.token_time_ns, report.timed_tokens,
+                       report.token_concurrency)}));
       commands.push_back(
           plainCommand({"PEXPIRE", std::move(tokens_key), std::string(kTokenRetentionMs)}));
     }
@@ -233,7 +233,7 @@ class RedisSync final : public SharedStateSync {
       const auto live = static_cast<int>(reply.integerAt(0, 1));
       for (size_t n = 0; n < groups[g].indices.size(); ++n) {
         ReplicaGlobalView& view = views[groups[g].indices[n]];
-        const size_t base = 1 + 8 * n;
+        const size_t base = 1 + 9 * n;
         view.live_gateways = live;
         view.others_running = reply.integerAt(base);
         view.output_tokens = reply.integerAt(base + 1);
@@ -243,6 +243,7 @@ class RedisSync final : public SharedStateSync {
         view.tokenless_latency_ns = reply.integerAt(base + 5);
         view.token_time_ns = reply.integerAt(base + 6);
         view.timed_tokens = reply.integerAt(base + 7);
+        view.token_concurrency = reply.integerAt(base + 8);
       }
     }
     co_return views;

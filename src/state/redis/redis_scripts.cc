@@ -75,16 +75,16 @@ for k = 2, #KEYS, 2 do
   for i = 1, #runs, 2 do
     if runs[i] ~= gw and live[runs[i]] then others = others + tonumber(runs[i + 1]) end
   end
-  local sums = {0, 0, 0, 0, 0, 0, 0}
+  local sums = {0, 0, 0, 0, 0, 0, 0, 0}
   for _, v in ipairs(redis.call('HVALS', KEYS[k + 1])) do
     local j = 1
     for n in string.gmatch(v, '%S+') do
-      if j <= 7 then sums[j] = sums[j] + (tonumber(n) or 0) end
+      if j <= 8 then sums[j] = sums[j] + (tonumber(n) or 0) end
       j = j + 1
     end
   end
   out[#out + 1] = others
-  for j = 1, 7 do out[#out + 1] = sums[j] end
+  for j = 1, 8 do out[#out + 1] = sums[j] end
 end
 return out
 )lua";
