@@ -38,7 +38,10 @@ void routeBenchmark(benchmark::State& state, std::string_view strategy_name,
     signals.waiting = 1;
     signals.kv_usage = 0.1 * (i % 9);
     state.storeSignals(signals, 0);
-    if (i % 5) state.storeCapacity({1000.0 + 37 * (i % 11), 8000.0 + 11 * (i % 7), false});
+    if (i % 5) {
+      state.storeCapacity(
+          {1000.0 + 37 * (i % 11), 8000.0 + 11 * (i % 7), false, 0.01 + 0.002 * (i % 13)});
+    }
     if (warming_every > 0 && i % warming_every == 0) state.markReady(-kNsPerSec);
   }
   routing::StrategySpec spec;
