@@ -11,7 +11,7 @@ namespace {
 constexpr double kSlopePriorVariance = 1.0;
 // The steepest batching curve believed: per-token time doubling by one extra stream. Keeps the
 // slowdown finite when the fitted t(0) comes out at (or near) zero.
-constexpr double kMaxSlowdown = 1.0;
+constexpr double kSteepestFittedSlowdown = 1.0;
 
 bool wentBackwards(const CapacityCounters& now, const CapacityCounters& before) {
   return now.output_tokens < before.output_tokens || now.prefill_tokens < before.prefill_tokens ||
@@ -93,8 +93,9 @@ CapacityEstimator::CurvePoint CapacityEstimator::decodeFromTokenTimes() {
   const double n_ref = kReferenceConcurrency;
   if (std::isnan(n_mean)) return {n_ref / t_mean, kNaN};
   const double at_zero = t_mean - slope * n_mean;
+  // b / a, capped: a fitted t(0) at or near zero would make it unbounded.
   const double slowdown =
-      at_zero * kMaxSlowdown > slope ? slope / at_zero : kMaxSlowdown;  // b / a, capped
+      at_zero * kSteepestFittedSlowdown > slope ? slope / at_zero : kSteepestFittedSlowdown;
   return {n_ref / (t_mean + slope * (n_ref - n_mean)), slowdown};
 }
 

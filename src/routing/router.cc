@@ -237,28 +237,22 @@ Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& mo
     row.synthetic_load = scratch.inputs[i].synthetic_load;
   }
   int picked = -1;
+  // The top-K and band pickers choose among the scores up to a cutoff: that set is recorded.
+  double cutoff = -std::numeric_limits<double>::infinity();
   if (alone.top_k > 0) {
     scratch.pick_order.resize(m);
-    double cutoff = 0;
     picked = pickTopK(scratch.scores, alone.top_k, alone.tolerance, rng, scratch.pick_order,
                       &cutoff);
-    for (size_t i = 0; i < m; ++i) {
-      if (scratch.scores[i] <= cutoff) {
-        scratch.rows[scratch.candidates[i]].in_pick_set = true;
-        ++decision.pick_set;
-      }
-    }
   } else if (alone.band > 0) {
-    double cutoff = 0;
     picked = pickWithinBand(scratch.scores, alone.band, scratch.tiebreak, rng, &cutoff);
-    for (size_t i = 0; i < m; ++i) {
-      if (scratch.scores[i] <= cutoff) {
-        scratch.rows[scratch.candidates[i]].in_pick_set = true;
-        ++decision.pick_set;
-      }
-    }
   } else {
     picked = pickLowest(scratch.scores, scratch.tiebreak, rng);
+  }
+  for (size_t i = 0; i < m && cutoff > -std::numeric_limits<double>::infinity(); ++i) {
+    if (scratch.scores[i] <= cutoff) {
+      scratch.rows[scratch.candidates[i]].in_pick_set = true;
+      ++decision.pick_set;
+    }
   }
   decision.chosen = static_cast<int>(scratch.candidates[picked]);
   return decision;

@@ -65,17 +65,18 @@ class SharedStateTest : public ::testing::Test {
     return httpRequest(admin(gateway), "GET", "/metrics").body;
   }
   // Waits until every gateway's sync has seen all gateways alive.
+  // Whether gateway g comes to count n live gateways (itself included) within `timeout`.
+  bool seesLiveGateways(size_t g, size_t n, std::chrono::milliseconds timeout = 5s) {
+    return waitUntil(
+        [&] {
+          return metricValue(metrics(g),
+                             "switchyard_shared_state_live_gateways{model=\"llama2-7b\"}") ==
+                 static_cast<double>(n);
+        },
+        timeout);
+  }
   void waitForLiveGateways(size_t n) {
-    for (size_t g = 0; g < gateways_.size(); ++g) {
-      EXPECT_TRUE(waitUntil(
-          [&] {
-            return metricValue(metrics(g),
-                               "switchyard_shared_state_live_gateways{model=\"llama2-7b\"}") ==
-                   static_cast<double>(n);
-          },
-          5s))
-          << metrics(g);
-    }
+    for (size_t g = 0; g < gateways_.size(); ++g) EXPECT_TRUE(seesLiveGateways(g, n)) << metrics(g);
   }
 
   RedisServer redis_;
@@ -153,12 +154,7 @@ TEST_F(SharedStateTest, AKilledGatewaysCountsStopCountingWithinItsLiveness) {
   EXPECT_TRUE(waitUntil([&] { return fleetField(admin(1), replica, "global_running") == "0"; },
                         3s))
       << fleetField(admin(1), replica, "global_running");
-  EXPECT_TRUE(waitUntil(
-      [&] {
-        return metricValue(metrics(1),
-                           "switchyard_shared_state_live_gateways{model=\"llama2-7b\"}") == 1.0;
-      },
-      3s));
+  EXPECT_TRUE(seesLiveGateways(1, 1, 3s));
 }
 
 TEST_F(SharedStateTest, SessionsStayPinnedAcrossGatewaysAndRepinOnceWhenTheirReplicaGoes) {
@@ -294,12 +290,7 @@ TEST_F(SharedStateTest, RedisLostMidLoadCostsNoRequestAndSharedModeResumes) {
       metricValue(page, "switchyard_shared_state_degraded_total{role=\"request\"}") -
       degraded_before;
   EXPECT_LE(new_degraded, 0.1 * new_calls);  // a rare timeout on a loaded machine at most
-  EXPECT_TRUE(waitUntil(
-      [&] {
-        return metricValue(metrics(0),
-                           "switchyard_shared_state_live_gateways{model=\"llama2-7b\"}") == 2.0;
-      },
-      5s));
+  EXPECT_TRUE(seesLiveGateways(0, 2));
 }
 
 TEST_F(SharedStateTest, CapacityIsLearnedFromEveryGatewaysTraffic) {
