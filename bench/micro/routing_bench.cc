@@ -44,6 +44,7 @@ void routeBenchmark(benchmark::State& state, std::string_view strategy_name,
     }
     if (warming_every > 0 && i % warming_every == 0) state.markReady(-kNsPerSec);
   }
+  fleet::refreshLearnedMeans(entry);  // as the control plane does after a capacity refresh
   routing::StrategySpec spec;
   routing::parseStrategySpec(strategy_name, spec);
   routing::RouteRequest request{&spec, 0, {}, {}};

@@ -77,7 +77,10 @@ void FleetRegistry::apply(const std::vector<ModelSpec>& models, TimeNs signal_ma
   by_address_ = std::move(kept);
   runtimes_ = std::move(kept_runtimes);
   snapshot_ = std::move(snapshot);
-  for (const ModelEntry& model : snapshot_->models) rescaleRateLimit(model, -1);
+  for (const ModelEntry& model : snapshot_->models) {
+    rescaleRateLimit(model, -1);
+    refreshLearnedMeans(model);
+  }
   version_.store(snapshot_->version, std::memory_order_release);
 }
 
@@ -99,6 +102,31 @@ void rescaleRateLimit(const ModelEntry& model, int routable) {
   } else if (std::abs(model.runtime->rate.rate() - rate) > 1e-9 * rate) {
     model.runtime->rate.configure(rate, std::max(1.0, rate));  // bursts of one second's worth
   }
+}
+
+void refreshLearnedMeans(const ModelEntry& model) {
+  double decode = 0, prefill = 0, slowdown = 0;
+  int decode_n = 0, prefill_n = 0, slowdown_n = 0;
+  for (const ReplicaEntry& replica : model.replicas) {
+    const LearnedCapacity learned = replica.state->capacity();
+    if (std::isfinite(learned.decode) && learned.decode > 0) {
+      decode += learned.decode;
+      ++decode_n;
+    }
+    if (std::isfinite(learned.prefill) && learned.prefill > 0) {
+      prefill += learned.prefill;
+      ++prefill_n;
+    }
+    if (learned.slowdown >= 0) {  // 0 (flat) is known; NaN is not
+      slowdown += learned.slowdown;
+      ++slowdown_n;
+    }
+  }
+  LearnedMeans means;
+  if (decode_n) means.decode = decode / decode_n;
+  if (prefill_n) means.prefill = prefill / prefill_n;
+  if (slowdown_n) means.slowdown = slowdown / slowdown_n;
+  model.runtime->storeLearnedMeans(means);
 }
 
 std::shared_ptr<const FleetSnapshot> FleetRegistry::latest() const {

@@ -82,6 +82,10 @@ class SnapshotCache {
 // Sets a model's rate limit to its per-replica RPS x `routable` replicas (-1: all of them).
 void rescaleRateLimit(const ModelEntry& model, int routable);
 
+// Recomputes the model's LearnedMeans from its replicas' learned capacities (control thread:
+// after every capacity refresh and fleet change).
+void refreshLearnedMeans(const ModelEntry& model);
+
 // Splits "host:port"; false when malformed or the port is out of range.
 bool splitHostPort(std::string_view address, std::string& host, uint16_t& port);
 

@@ -56,8 +56,34 @@ struct ReplicaEntry {
   std::string_view gpu;                       // labels["gpu"], or "unknown"
 };
 
+// Means of what the capacity estimator learned over a model's replicas that have an estimate;
+// NaN while none has. The stand-in for a replica with no estimate yet, and the centre its
+// batching curve is shrunk toward (docs/routing.md).
+struct LearnedMeans {
+  double decode = EngineSignals::kUnknown;
+  double prefill = EngineSignals::kUnknown;
+  double slowdown = EngineSignals::kUnknown;
+};
+
 // Per-model state that must persist across snapshots and is shared by the workers.
 struct ModelRuntime {
+  // The model's LearnedMeans, written by the control plane after each capacity refresh and fleet
+  // change (refreshLearnedMeans in fleet_registry.h), so a decision reads three numbers instead of
+  // averaging its candidates first: scoring then takes one pass.
+  LearnedMeans learnedMeans() const {
+    return {mean_decode.load(std::memory_order_relaxed),
+            mean_prefill.load(std::memory_order_relaxed),
+            mean_slowdown.load(std::memory_order_relaxed)};
+  }
+  void storeLearnedMeans(const LearnedMeans& means) {
+    mean_decode.store(means.decode, std::memory_order_relaxed);
+    mean_prefill.store(means.prefill, std::memory_order_relaxed);
+    mean_slowdown.store(means.slowdown, std::memory_order_relaxed);
+  }
+  alignas(64) std::atomic<double> mean_decode{EngineSignals::kUnknown};
+  std::atomic<double> mean_prefill{EngineSignals::kUnknown};
+  std::atomic<double> mean_slowdown{EngineSignals::kUnknown};
+
   alignas(64) std::atomic<uint64_t> next{0};  // round-robin cursor
   alignas(64) std::atomic<int32_t> routable_replicas{0};  // not excluded by health
   AtomicGcra rate;  // this gateway's share: per-replica RPS x routable replicas / live gateways

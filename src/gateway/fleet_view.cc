@@ -69,6 +69,16 @@ std::string renderFleetJson(const fleet::FleetSnapshot& snapshot, TimeNs now) {
     }
     out.append(R"(,"score_strategy":)");
     appendString(out, strategy_text);
+    // What a replica without an estimate is scored at, and the centre of the curves' shrinkage.
+    const fleet::LearnedMeans means =
+        model.runtime ? model.runtime->learnedMeans() : fleet::LearnedMeans{};
+    out.append(R"(,"learned_means":{)");
+    appendSignal(out, "decode", means.decode);
+    out.push_back(',');
+    appendSignal(out, "prefill", means.prefill);
+    out.push_back(',');
+    appendSignal(out, "slowdown", means.slowdown);
+    out.push_back('}');
     out.append(R"(,"replicas":[)");
     for (size_t r = 0; r < model.replicas.size(); ++r) {
       const fleet::ReplicaEntry& replica = model.replicas[r];

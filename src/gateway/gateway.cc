@@ -188,15 +188,18 @@ class ControlPlane {
     const TimeNs now = SteadyClock::instance().now();
     if (!state_sync_->distributed()) {
       capacity_.refresh(replicas, now);
-      return;
+    } else {
+      std::vector<fleet::CapacityCounters> counters;
+      counters.reserve(replicas.size());
+      for (const auto& replica : replicas) {
+        const auto global = state_sync_->globalCounters(replica.get());
+        counters.push_back(global ? *global : fleet::CapacityCounters::of(replica->counters()));
+      }
+      capacity_.refresh(replicas, counters, now);
     }
-    std::vector<fleet::CapacityCounters> counters;
-    counters.reserve(replicas.size());
-    for (const auto& replica : replicas) {
-      const auto global = state_sync_->globalCounters(replica.get());
-      counters.push_back(global ? *global : fleet::CapacityCounters::of(replica->counters()));
+    for (const fleet::ModelEntry& model : registry_.latest()->models) {
+      fleet::refreshLearnedMeans(model);
     }
-    capacity_.refresh(replicas, counters, now);
   }
 
   void waitForSignal() {

@@ -137,23 +137,11 @@ void HealthManager::detectLoadOutliers(const fleet::ModelEntry& model, TimeNs no
   // replica's batching curve saturates (equal curves: equal in-flight counts are fair, whatever
   // the speeds); otherwise requests per unit of learned capacity.
   std::vector<std::pair<double, size_t>> loads;  // comparable load, replica index
-  double capacity_sum = 0, slowdown_sum = 0;
-  int capacity_n = 0, slowdown_n = 0;
-  for (const auto& entry : model.replicas) {
-    const fleet::LearnedCapacity learned = entry.state->capacity();
-    if (std::isfinite(learned.decode) && learned.decode > 0) {
-      capacity_sum += learned.decode;
-      ++capacity_n;
-    }
-    if (learned.slowdown >= 0) {
-      slowdown_sum += learned.slowdown;
-      ++slowdown_n;
-    }
-  }
-  const double mean_capacity = capacity_n ? capacity_sum / capacity_n : 1.0;
-  const bool by_curve =
-      model.load_balance.score == fleet::LoadBalanceScore::kUtilization && slowdown_n > 0;
-  const double mean_slowdown = slowdown_n ? slowdown_sum / slowdown_n : 0.0;
+  const fleet::LearnedMeans means = model.runtime->learnedMeans();
+  const double mean_capacity = std::isnan(means.decode) ? 1.0 : means.decode;
+  const bool by_curve = model.load_balance.score == fleet::LoadBalanceScore::kUtilization &&
+                        !std::isnan(means.slowdown);
+  const double mean_slowdown = by_curve ? means.slowdown : 0.0;
   std::vector<double> requests(n);
   for (size_t i = 0; i < n; ++i) {
     const fleet::ReplicaState& r = *model.replicas[i].state;

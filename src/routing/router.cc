@@ -151,18 +151,19 @@ Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& mo
     CandidateRow& row = scratch.rows[i];
     row = CandidateRow{i, Exclusion::kNone, 0};
     const fleet::ReplicaState& replica = *model.replicas[i].state;
-    const int64_t running = replica.globalRunning();
-    if (std::find(request.tried.begin(), request.tried.end(), static_cast<int>(i)) !=
-        request.tried.end()) {
+    // The in-flight count is read only where a filter needs it: the scorers read it anyway.
+    if (!request.tried.empty() &&
+        std::find(request.tried.begin(), request.tried.end(), static_cast<int>(i)) !=
+            request.tried.end()) {
       row.excluded = Exclusion::kFailedThisRequest;
-    } else if (max_inflight > 0 && running >= max_inflight) {
+    } else if (max_inflight > 0 && replica.globalRunning() >= max_inflight) {
       row.excluded = Exclusion::kSaturated;
       ++decision.saturated;
     } else if (const fleet::HealthState health = replica.health();
                health == fleet::HealthState::kExcluded) {
       row.excluded = Exclusion::kUnhealthy;
       ++unhealthy;
-    } else if (health == fleet::HealthState::kHalfOpen && running > 0) {
+    } else if (health == fleet::HealthState::kHalfOpen && replica.globalRunning() > 0) {
       row.excluded = Exclusion::kHalfOpenBusy;
       ++unhealthy;
     } else {
@@ -205,25 +206,28 @@ Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& mo
   }
 
   scratch.inputs.resize(m);
-  for (CandidateInputs& in : scratch.inputs) in.synthetic_load = 0;
   ScoringContext context{snapshot, model, request.now, rng, request.shape, scratch.inputs,
                          request.dry_run};
-  scratch.scores.assign(m, 0.0);
   scratch.tiebreak.assign(m, 0.0);
   ScoreNote alone;  // the note of a strategy used alone: it may ask for the top-K picker
+  bool eased = false;  // the inputs table holds slow start's synthetic loads
   if (count == 1) {
+    scratch.scores.resize(m);  // a strategy writes every score
     alone = parts[0].strategy->score(context, scratch.candidates, scratch.scores,
                                      scratch.tiebreak);
     decision.relaxed = alone.relaxed;
+    eased = alone.eased;
   } else {
+    scratch.scores.assign(m, 0.0);
     scratch.component.resize(m);
     scratch.component_tiebreak.resize(m);
     for (size_t c = 0; c < count; ++c) {
       std::fill(scratch.component_tiebreak.begin(), scratch.component_tiebreak.end(), 0.0);
-      decision.relaxed |= parts[c].strategy
-                              ->score(context, scratch.candidates, scratch.component,
-                                      scratch.component_tiebreak)
-                              .relaxed;
+      const ScoreNote note = parts[c].strategy->score(context, scratch.candidates,
+                                                      scratch.component,
+                                                      scratch.component_tiebreak);
+      decision.relaxed |= note.relaxed;
+      eased |= note.eased;
       normalise(scratch.component);
       for (size_t i = 0; i < m; ++i) {
         scratch.scores[i] += parts[c].weight * scratch.component[i];
@@ -234,7 +238,7 @@ Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& mo
   for (size_t i = 0; i < m; ++i) {
     CandidateRow& row = scratch.rows[scratch.candidates[i]];
     row.score = scratch.scores[i];
-    row.synthetic_load = scratch.inputs[i].synthetic_load;
+    if (eased) row.synthetic_load = scratch.inputs[i].synthetic_load;
   }
   int picked = -1;
   // The top-K and band pickers choose among the scores up to a cutoff: that set is recorded.

@@ -33,9 +33,9 @@ struct CandidateInputs {
   double slowdown = 0;      // learned batching-curve slowdown per stream (NaN unknown)
   bool fresh = false;       // telemetry read within the snapshot's maximum signal age
   bool tokenless = false;   // `decode` is inverse latency
-  // Slow start (routing/slow_start.h). The router zeroes synthetic_load before scoring and
-  // copies it into the decision's candidate table, so a strategy that applies slow start
-  // leaves it explained.
+  // Slow start (routing/slow_start.h). A strategy that fills these says so (ScoreNote::eased)
+  // and the router copies synthetic_load into the decision's candidate table, so slow start is
+  // left explained.
   double synthetic_load = 0;  // in requests, included in `running` where a strategy adds it
   double warmth = 1;          // progress through the ramp, 0 just ready .. 1 established
 };
@@ -62,6 +62,9 @@ struct ScoreNote {
   // Picker mode "band" (when > 0 and top_k is 0): among the scores within `band` of the minimum
   // the lowest tiebreak wins (pickWithinBand). Honoured alone, like top_k.
   double band = 0;
+  // ScoringContext::inputs holds every candidate's slow-start fields (synthetic_load, warmth);
+  // without it the router records no synthetic load.
+  bool eased = false;
 };
 
 class Strategy {

@@ -330,6 +330,16 @@ TEST_F(SharedStateTest, CapacityIsLearnedFromEveryGatewaysTraffic) {
   EXPECT_GT(learned(0), 0.0);
   EXPECT_LT(learned(1) / learned(0), 3.0);
   EXPECT_GT(learned(1) / learned(0), 1.0 / 3.0);
+  // The model's mean, the stand-in for replicas not yet measured, follows the estimates (one
+  // replica: its own; both are refreshed together each second).
+  const HttpResult fleet = httpRequest(admin(1), "GET", "/debug/fleet");
+  simdjson::dom::parser parser;
+  double mean = 0;
+  ASSERT_EQ(parser.parse(fleet.body)["models"].at(0)["learned_means"]["decode"].get(mean),
+            simdjson::SUCCESS)
+      << fleet.body;
+  EXPECT_GT(mean, learned(1) / 3) << fleet.body;
+  EXPECT_LT(mean, learned(1) * 3) << fleet.body;
 }
 
 }  // namespace

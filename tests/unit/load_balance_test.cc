@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <map>
+#include <vector>
 
 #include "fleet/fleet_registry.h"
 #include "routing/router.h"
@@ -39,6 +40,8 @@ class LoadBalanceTest : public ::testing::Test {
   Decision decide(std::string_view strategy, RequestShape shape = {}) {
     EXPECT_EQ(parseStrategySpec(strategy, spec_), SpecError::kNone);
     RouteRequest request{&spec_, now_, {}, shape};
+    // The control plane refreshes the model's means after every capacity refresh.
+    fleet::refreshLearnedMeans(snapshot_->models[0]);
     return route(*snapshot_, snapshot_->models[0], request, rng_, scratch_);
   }
   double score(const Decision& d, int i) { return d.rows[i].score; }
@@ -326,6 +329,43 @@ TEST_F(LoadBalanceTest, ShapeAwareFallsBackWhileNothingIsLearned) {
   const Decision d = decide("load-balance-shape-aware", {100, 100});
   EXPECT_NEAR(score(d, 0), 4.0, 1e-12);
   EXPECT_EQ(d.chosen, 1);
+}
+
+// A decision whose candidates are all plain (fresh telemetry, not warming) is scored in one pass
+// from the replicas; one stale replica sends every candidate through the gathered table
+// instead. Both must give the other candidates the very same scores.
+TEST_F(LoadBalanceTest, OnePassAndGatheredScoresAgree) {
+  Rng draw(3);
+  for (const char* strategy : {"load-balance", "load-balance-shape-aware"}) {
+    for (fleet::LoadBalanceScore form :
+         {fleet::LoadBalanceScore::kUtilization, fleet::LoadBalanceScore::kRequestsPerCapacity}) {
+      fleet::LoadBalanceParams params;
+      params.score = form;
+      params.queued_weight = 0.5;
+      build(16, params);
+      for (int i = 0; i < 16; ++i) {
+        replica(i).counters().requests_total.store(50 + draw.below(50));
+        replica(i).counters().input_tokens_total.store(20000 + draw.below(20000));
+        replica(i).counters().output_tokens_total.store(5000 + draw.below(5000));
+        set(i, draw.below(20), i % 4 ? 500.0 + draw.below(2000) : kNaN,
+            0.01 * draw.below(95), draw.below(5), 0.01 * draw.below(50));
+        replica(i).storeCapacity({replica(i).capacity().decode, 4000.0 + draw.below(8000),
+                                  false, i % 3 ? 0.002 * draw.below(20) : kNaN});
+      }
+      set(0, 3, 1000, 0.0);  // the least KV pressure: staleness can only make it worse
+      const Decision one_pass = decide(strategy, {1200, 300});
+      std::vector<double> expected(16);
+      for (int i = 0; i < 16; ++i) expected[i] = score(one_pass, i);
+      fleet::EngineSignals old;
+      old.kv_usage = 0.0;
+      replica(0).storeSignals(old, now_ - 10 * kNsPerSec);
+      const Decision gathered = decide(strategy, {1200, 300});
+      for (int i = 1; i < 16; ++i) {
+        EXPECT_EQ(score(gathered, i), expected[i]) << strategy << " replica " << i;
+      }
+      EXPECT_GT(score(gathered, 0), expected[0]) << strategy << ": stale, scored at the worst";
+    }
+  }
 }
 
 }  // namespace

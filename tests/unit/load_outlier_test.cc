@@ -28,6 +28,7 @@ class LoadOutlierTest : public ::testing::Test {
     manager_.sync(snapshot_);
     for (int i = 0; i < 4; ++i) replica(i).storeCapacity({i == 0 ? 1000.0 : 2500.0, kNaN, false,
                                                           1.0 / 40});
+    fleet::refreshLearnedMeans(snapshot_->models[0]);  // as after a capacity refresh
   }
   fleet::ReplicaState& replica(int i) { return *snapshot_->models[0].replicas[i].state; }
   void load(int64_t slow, int64_t fast) {

@@ -41,6 +41,7 @@ class SlowStartTest : public ::testing::Test {
   Decision decide(std::string_view strategy, TimeNs now) {
     EXPECT_EQ(parseStrategySpec(strategy, spec_), SpecError::kNone);
     RouteRequest request{&spec_, now, {}, {}};
+    fleet::refreshLearnedMeans(snapshot_->models[0]);  // as after a capacity refresh
     return route(*snapshot_, snapshot_->models[0], request, rng_, scratch_);
   }
 

@@ -13,7 +13,9 @@ ScoreNote LeastKvCacheStrategy::score(const ScoringContext& context,
     scores[i] = context.inputs[i].kv_usage;
     tiebreak[i] = context.inputs[i].running;
   }
-  return {};
+  ScoreNote note;
+  note.eased = true;
+  return note;
 }
 
 }  // namespace switchyard::routing

@@ -22,6 +22,7 @@ ScoreNote LeastRequestTopKStrategy::score(const ScoringContext& context,
   }
   const fleet::TopKParams& p = context.model.top_k;
   ScoreNote note;
+  note.eased = true;
   note.top_k = p.k;
   // Absolute at low load (one request apart is noise between gateways' views), relative at high
   // load (ten requests apart among hundred-request batches is the same latency).

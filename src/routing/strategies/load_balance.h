@@ -18,9 +18,10 @@ namespace switchyard::routing {
 // of the work (measured: 26 pp utilisation gap between L20 and A100; docs/routing.md). Dividing
 // by the predicted rate instead counts load in the replica's own units.
 // running is the in-flight count across gateways; queued the engine's waiting count (read only
-// when λ > 0). A replica without an estimate is scored at the mean of the candidates that have
-// one; with no curve anywhere the requests-per-capacity form is used, with equal capacities when
-// none is known. kvFree < kvCritical scores +Inf, unless every candidate is critical, in which
+// when λ > 0). A replica without an estimate is scored at the mean of the model's replicas that
+// have one (fleet::LearnedMeans, refreshed by the control plane with the estimates); with no
+// curve anywhere the requests-per-capacity form is used, with equal capacities when none is
+// known. kvFree < kvCritical scores +Inf, unless every candidate is critical, in which
 // case the most KV headroom wins. Ties: least GPU+CPU KV usage, then random. The "+1" is the cost
 // of adding this request: it also ranks idle replicas. See docs/routing.md.
 class LoadBalanceStrategy final : public Strategy {

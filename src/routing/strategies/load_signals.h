@@ -11,14 +11,29 @@
 
 namespace switchyard::routing::internal {
 
-struct CandidateAggregates {
-  double mean_decode;   // mean learned capacity over the candidates that have one; NaN if none
-  double mean_prefill;  // likewise for prefill
-  double mean_slowdown;  // likewise for the batching curve's slowdown
-};
+// One replica's inputs as read, before the rules that need every candidate: a missing KV metric
+// reads 0 (free), a missing queue -1 (filled in by gatherInputs). Inline and returned by value:
+// the one-pass scorers keep it in registers.
+[[gnu::always_inline]] inline CandidateInputs readCandidate(const fleet::ReplicaState& replica, TimeNs now,
+                                     TimeNs max_age) {
+  bool fresh = false;
+  const fleet::EngineSignals s = replica.signals(now, max_age, nullptr, &fresh);
+  const fleet::LearnedCapacity capacity = replica.capacity();
+  CandidateInputs in;
+  in.running = static_cast<double>(replica.globalRunning());
+  in.fresh = fresh;
+  in.kv_usage = s.hasKvUsage() ? s.kv_usage : 0.0;
+  in.cpu_kv_usage = s.hasCpuKvUsage() ? s.cpu_kv_usage : 0.0;
+  in.waiting = s.hasWaiting() ? s.waiting : -1.0;
+  in.decode = capacity.decode;
+  in.prefill = capacity.prefill;
+  in.tokenless = capacity.tokenless;
+  in.slowdown = capacity.slowdown;
+  return in;
+}
 
-// Fills context.inputs[i] for candidates[i] and returns the aggregates.
-CandidateAggregates gatherInputs(const ScoringContext& context,
-                                 std::span<const uint32_t> candidates);
+// Fills context.inputs[i] for candidates[i]: read, stale and missing values filled in, and slow
+// start's synthetic load and capacity ease-in applied (routing/slow_start.h).
+void gatherInputs(const ScoringContext& context, std::span<const uint32_t> candidates);
 
 }  // namespace switchyard::routing::internal
