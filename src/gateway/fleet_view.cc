@@ -30,6 +30,15 @@ void appendSignal(std::string& out, std::string_view key, double value) {
   }
 }
 
+// "decode":…,"prefill":…,"slowdown":… of a learned capacity or of the model's means.
+void appendLearned(std::string& out, double decode, double prefill, double slowdown) {
+  appendSignal(out, "decode", decode);
+  out.push_back(',');
+  appendSignal(out, "prefill", prefill);
+  out.push_back(',');
+  appendSignal(out, "slowdown", slowdown);
+}
+
 }  // namespace
 
 std::string renderFleetJson(const fleet::FleetSnapshot& snapshot, TimeNs now) {
@@ -73,11 +82,7 @@ std::string renderFleetJson(const fleet::FleetSnapshot& snapshot, TimeNs now) {
     const fleet::LearnedMeans means =
         model.runtime ? model.runtime->learnedMeans() : fleet::LearnedMeans{};
     out.append(R"(,"learned_means":{)");
-    appendSignal(out, "decode", means.decode);
-    out.push_back(',');
-    appendSignal(out, "prefill", means.prefill);
-    out.push_back(',');
-    appendSignal(out, "slowdown", means.slowdown);
+    appendLearned(out, means.decode, means.prefill, means.slowdown);
     out.push_back('}');
     out.append(R"(,"replicas":[)");
     for (size_t r = 0; r < model.replicas.size(); ++r) {
@@ -124,11 +129,7 @@ std::string renderFleetJson(const fleet::FleetSnapshot& snapshot, TimeNs now) {
       }
       const fleet::LearnedCapacity capacity = replica.state->capacity();
       out.append(R"(},"capacity":{)");
-      appendSignal(out, "decode", capacity.decode);
-      out.push_back(',');
-      appendSignal(out, "prefill", capacity.prefill);
-      out.push_back(',');
-      appendSignal(out, "slowdown", capacity.slowdown);
+      appendLearned(out, capacity.decode, capacity.prefill, capacity.slowdown);
       fmt::format_to(std::back_inserter(out), R"(,"unit":"{}"}},)",
                      capacity.tokenless ? "requests/s" : "tokens/s");
       // Lower wins; null when excluded or +Inf ("pass over").
