@@ -13,11 +13,13 @@ namespace switchyard {
 namespace {
 
 // warming_every > 0: every n-th replica joined 1 s ago and is inside its slow-start ramp.
+// sample > 0: candidate sampling draws this many replicas per decision.
 void routeBenchmark(benchmark::State& state, std::string_view strategy_name,
-                    int warming_every = 0) {
+                    int warming_every = 0, uint32_t sample = 0) {
   const int replicas = static_cast<int>(state.range(0));
   fleet::ModelSpec model;
   model.name = "m";
+  model.candidate_sample = sample;
   for (int i = 0; i < replicas; ++i) {
     model.replicas.push_back({"10.0." + std::to_string(i / 250) + "." +
                                   std::to_string(i % 250) + ":8000",
@@ -91,6 +93,16 @@ void BM_RouteLoadBalanceWarming(benchmark::State& state) {
   routeBenchmark(state, "load-balance", 10);
 }
 BENCHMARK(BM_RouteLeastRequestTopK)->Arg(8)->Arg(64)->Arg(512)->Arg(4096);
+
+// Candidate sampling: 32 replicas drawn per decision, whatever the fleet's size.
+void BM_RouteLoadBalanceSample32(benchmark::State& state) {
+  routeBenchmark(state, "load-balance", 0, 32);
+}
+void BM_RouteLeastRequestSample32(benchmark::State& state) {
+  routeBenchmark(state, "least-request", 0, 32);
+}
+BENCHMARK(BM_RouteLoadBalanceSample32)->Arg(8)->Arg(64)->Arg(512)->Arg(4096);
+BENCHMARK(BM_RouteLeastRequestSample32)->Arg(8)->Arg(64)->Arg(512)->Arg(4096);
 BENCHMARK(BM_RouteLeastRequestTopKWarming)->Arg(8)->Arg(64)->Arg(512)->Arg(4096);
 BENCHMARK(BM_RouteLoadBalanceWarming)->Arg(8)->Arg(64)->Arg(512)->Arg(4096);
 

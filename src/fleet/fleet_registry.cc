@@ -43,6 +43,7 @@ void FleetRegistry::apply(const std::vector<ModelSpec>& models, TimeNs signal_ma
     model.load_balance = spec.load_balance;
     model.top_k = spec.top_k;
     model.slow_start = spec.slow_start;
+    model.candidate_sample = spec.candidate_sample;
     model.limits = spec.limits;
     model.timeouts = spec.timeouts;
     auto& runtime = kept_runtimes[spec.name];

@@ -28,6 +28,7 @@ struct ModelSpec {
   LoadBalanceParams load_balance;
   TopKParams top_k;
   SlowStartParams slow_start;
+  uint32_t candidate_sample = 0;
   ModelLimits limits;
   UpstreamTimeouts timeouts;
   std::vector<ReplicaSpec> replicas;

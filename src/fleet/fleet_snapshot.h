@@ -109,6 +109,9 @@ struct ModelEntry {
   LoadBalanceParams load_balance;
   TopKParams top_k;
   SlowStartParams slow_start;
+  // Candidate sampling (docs/routing.md): when above 0 and below the replica count, a decision
+  // filters and scores this many replicas drawn at random instead of the whole fleet.
+  uint32_t candidate_sample = 0;
   ModelLimits limits;
   UpstreamTimeouts timeouts;
   std::vector<ReplicaEntry> replicas;

@@ -87,6 +87,18 @@ void parseTopK(const YAML::Node& node, const std::string& where, fleet::TopKPara
   }
 }
 
+// A candidate sample size: 0 (off) or a whole number from 2 (one would be a random pick).
+uint32_t candidateSampleValue(double k, const std::string& where) {
+  if (k != std::floor(k) || k == 1 || k > 1e6) {
+    throw ConfigError(where + ": must be 0 (score every replica) or a whole number >= 2");
+  }
+  return static_cast<uint32_t>(k);
+}
+
+uint32_t candidateSample(const YAML::Node& node, const std::string& where) {
+  return candidateSampleValue(number(node, where, 0, 1e6), where);
+}
+
 // `slow_start:` over `params`. ramp_ms 0 turns slow start off.
 void parseSlowStart(const YAML::Node& node, const std::string& where,
                     fleet::SlowStartParams& params) {
@@ -184,6 +196,7 @@ fleet::ModelSpec parseModel(const YAML::Node& node, size_t index, const GatewayC
   model.load_balance = global.load_balance;
   model.top_k = global.top_k;
   model.slow_start = global.slow_start;
+  model.candidate_sample = global.candidate_sample;
   model.timeouts = default_timeouts;
   if (const YAML::Node limits = node["limits"]) {
     if (!limits.IsMap()) throw ConfigError(where + ".limits: must be a mapping");
@@ -227,6 +240,8 @@ fleet::ModelSpec parseModel(const YAML::Node& node, size_t index, const GatewayC
         parseTopK(it->second, full, model.top_k);
       } else if (key == "slow_start") {
         parseSlowStart(it->second, full, model.slow_start);
+      } else if (key == "candidate_sample") {
+        model.candidate_sample = candidateSample(it->second, full);
       } else {
         throw ConfigError(full + ": unknown key");
       }
@@ -380,6 +395,9 @@ void applyLoadBalanceEnvironment(GatewayConfig& config) {
   }
   envNumber("SWITCHYARD_ROUTING_LEAST_REQUEST_TOP_K_TOLERANCE_FRACTION",
             config.top_k.tolerance_fraction);
+  if (double k = 0; envNumber("SWITCHYARD_ROUTING_CANDIDATE_SAMPLE", k)) {
+    config.candidate_sample = candidateSampleValue(k, "SWITCHYARD_ROUTING_CANDIDATE_SAMPLE");
+  }
   if (envNumber("SWITCHYARD_ROUTING_SLOW_START_AGGRESSION", config.slow_start.aggression) &&
       config.slow_start.aggression < 0.01) {
     throw ConfigError("SWITCHYARD_ROUTING_SLOW_START_AGGRESSION: must be at least 0.01");
@@ -422,6 +440,8 @@ GatewayConfig parseNode(const YAML::Node& root) {
         parseTopK(it->second, "routing.least_request_top_k", config.top_k);
       } else if (key == "slow_start") {
         parseSlowStart(it->second, "routing.slow_start", config.slow_start);
+      } else if (key == "candidate_sample") {
+        config.candidate_sample = candidateSample(it->second, "routing.candidate_sample");
       } else if (key == "capacity") {
         const YAML::Node cap = it->second;
         if (!cap.IsMap()) throw ConfigError("routing.capacity: must be a mapping");

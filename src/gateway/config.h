@@ -63,6 +63,7 @@ struct GatewayConfig {
   fleet::LoadBalanceParams load_balance;  // global defaults; models may override
   fleet::TopKParams top_k;                // likewise
   fleet::SlowStartParams slow_start;      // likewise
+  uint32_t candidate_sample = 0;          // likewise; 0 scores every replica
   double auto_blend_load_balance_weight = 1.0;
   CapacityConfig capacity;
   health::HealthSettings health;

@@ -48,6 +48,8 @@ void fillDecisionRecord(DecisionRecord& record, const routing::Decision& decisio
           : -1;
   record.attempt = static_cast<uint16_t>(attempt);
   record.total_rows = static_cast<uint16_t>(decision.rows.size());
+  record.ready = static_cast<uint16_t>(decision.ready);
+  record.sampled = static_cast<uint16_t>(decision.sampled);
   record.candidates = static_cast<uint16_t>(decision.candidates);
   record.pick_set = static_cast<uint16_t>(decision.pick_set);
   record.relaxed = decision.relaxed;
@@ -61,11 +63,10 @@ void fillDecisionRecord(DecisionRecord& record, const routing::Decision& decisio
     record.rows[n++] = {replica_slots[row.replica_index], static_cast<uint8_t>(row.excluded),
                         row.in_pick_set, row.score, row.synthetic_load};
   };
-  if (decision.chosen >= 0 && static_cast<size_t>(decision.chosen) < decision.rows.size()) {
-    add(decision.rows[decision.chosen]);
-  }
+  const routing::CandidateRow* chosen = decision.rowOf(decision.chosen);
+  if (chosen != nullptr) add(*chosen);
   for (size_t i = 0; i < decision.rows.size() && n < DecisionRecord::kMaxRows; ++i) {
-    if (static_cast<int>(i) == decision.chosen) continue;
+    if (&decision.rows[i] == chosen) continue;
     add(decision.rows[i]);
   }
   record.row_count = static_cast<uint16_t>(n);
@@ -104,11 +105,10 @@ std::string renderDecisionsJson(std::vector<DecisionRecord> records,
       appendJsonString(out, names.replicaName(static_cast<uint32_t>(r.chosen_slot)).second);
     }
     fmt::format_to(std::back_inserter(out),
-                   R"(,"worker":{},"attempt":{},"replicas":{},"candidates_count":{},)"
+                   R"(,"worker":{},"attempt":{},"replicas":{},"sampled":{},"candidates_count":{},)"
                    R"("relaxed":{},"affinity":{},"pick_set":{},"truncated":{},"candidates":[)",
-                   r.worker, r.attempt, r.total_rows, r.candidates, r.relaxed, r.affinity,
-                   r.pick_set,
-                   r.total_rows > r.row_count);
+                   r.worker, r.attempt, r.ready, r.sampled, r.candidates, r.relaxed, r.affinity,
+                   r.pick_set, r.total_rows > r.row_count);
     for (size_t j = 0; j < r.row_count; ++j) {
       const DecisionRecord::Row& row = r.rows[j];
       if (j) out.push_back(',');
@@ -148,7 +148,9 @@ void appendDecisionHeader(std::string& out, const routing::Decision& decision,
   out.append("strategy=").append(decision.strategy);
   out.append("; chosen=");
   out.append(decision.chosen >= 0 ? name(static_cast<uint32_t>(decision.chosen)) : "none");
-  fmt::format_to(std::back_inserter(out), "; ready={}; candidates=", decision.ready);
+  fmt::format_to(std::back_inserter(out), "; ready={}", decision.ready);
+  if (decision.sampled > 0) fmt::format_to(std::back_inserter(out), "; sampled={}", decision.sampled);
+  out.append("; candidates=");
   bool first = true;
   bool cut = false;
   for (const routing::CandidateRow& row : decision.rows) {

@@ -39,7 +39,9 @@ struct DecisionRecord {
   int32_t chosen_slot = -1;  // -1: nothing could be chosen
   uint16_t worker = 0;
   uint16_t attempt = 0;      // 0 first pick, 1 failover
-  uint16_t total_rows = 0;   // replicas of the model (rows beyond kMaxRows are dropped)
+  uint16_t total_rows = 0;   // replicas considered (rows beyond kMaxRows are dropped)
+  uint16_t ready = 0;        // replicas of the model
+  uint16_t sampled = 0;      // candidate sampling: replicas drawn (0: every replica)
   uint16_t row_count = 0;
   uint16_t candidates = 0;
   uint16_t pick_set = 0;  // top-K set size; 0 when the lowest score won

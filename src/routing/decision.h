@@ -42,13 +42,33 @@ struct Decision {
   uint32_t saturated = 0;        // candidates removed by the in-flight limit
   bool affinity = false;         // the request's preferred replica (its session's) was kept
   uint32_t pick_set = 0;  // top-K / band: how many candidates the pick was among (0: lowest won)
-  std::span<const CandidateRow> rows;  // every replica's row, filled always (cheap)
+  // Candidate sampling: how many replicas were drawn and considered (0: every replica was).
+  uint32_t sampled = 0;
+  // One row per replica considered, filled always (cheap): every replica in fleet order
+  // (rows[i] is replica i), or the sample's in the order drawn.
+  std::span<const CandidateRow> rows;
+
+  // The row of replica `replica`, nullptr if it was not considered.
+  const CandidateRow* rowOf(int replica) const {
+    if (replica < 0) return nullptr;
+    const auto index = static_cast<uint32_t>(replica);
+    if (index < rows.size() && rows[index].replica_index == index) return &rows[index];
+    for (const CandidateRow& row : rows) {
+      if (row.replica_index == index) return &row;
+    }
+    return nullptr;
+  }
 };
 
 // Per-worker scratch space so that a routing decision allocates nothing once warmed up.
 struct RoutingScratch {
   std::vector<CandidateRow> rows;
-  std::vector<uint32_t> candidates;
+  std::vector<uint32_t> candidates;      // replica index of each candidate
+  std::vector<uint32_t> candidate_rows;  // row of each candidate
+  // Candidate sampling: stamp[i] == epoch marks replica i as drawn for the current decision, so
+  // a draw costs O(sample), never O(fleet).
+  std::vector<uint32_t> stamp;
+  uint32_t epoch = 0;
   std::vector<double> scores;
   std::vector<double> tiebreak;
   std::vector<double> component;  // one blend component's scores

@@ -137,42 +137,125 @@ int pickWithinBand(std::span<const double> scores, double band, std::span<const 
   return best;
 }
 
+namespace {
+
+// The filters, in order, for one replica: writes its row and counts it; true for a candidate.
+class Filters {
+ public:
+  Filters(const fleet::ModelEntry& model, const RouteRequest& request, Decision& decision)
+      : model_(model), request_(request), decision_(decision),
+        max_inflight_(model.limits.max_inflight_per_replica) {}
+
+  [[gnu::always_inline]] bool pass(uint32_t i, CandidateRow& row) {
+    row = CandidateRow{i, Exclusion::kNone, 0};
+    const fleet::ReplicaState& replica = *model_.replicas[i].state;
+    // The in-flight count is read only where a filter needs it: the scorers read it anyway.
+    if (!request_.tried.empty() &&
+        std::find(request_.tried.begin(), request_.tried.end(), static_cast<int>(i)) !=
+            request_.tried.end()) {
+      row.excluded = Exclusion::kFailedThisRequest;
+    } else if (max_inflight_ > 0 && replica.globalRunning() >= max_inflight_) {
+      row.excluded = Exclusion::kSaturated;
+      ++decision_.saturated;
+    } else if (const fleet::HealthState health = replica.health();
+               health == fleet::HealthState::kExcluded) {
+      row.excluded = Exclusion::kUnhealthy;
+      ++unhealthy_;
+    } else if (health == fleet::HealthState::kHalfOpen && replica.globalRunning() > 0) {
+      row.excluded = Exclusion::kHalfOpenBusy;
+      ++unhealthy_;
+    } else {
+      return true;
+    }
+    return false;
+  }
+  uint32_t unhealthy() const { return unhealthy_; }
+
+ private:
+  const fleet::ModelEntry& model_;
+  const RouteRequest& request_;
+  Decision& decision_;
+  const int64_t max_inflight_;
+  uint32_t unhealthy_ = 0;
+};
+
+// Every replica, in fleet order: rows[i] is replica i, so a candidate's row is its replica index.
+uint32_t filterFleet(const fleet::ModelEntry& model, const RouteRequest& request,
+                     Decision& decision, RoutingScratch& scratch) {
+  const auto n = static_cast<uint32_t>(model.replicas.size());
+  scratch.rows.resize(n);
+  Filters filters(model, request, decision);
+  for (uint32_t i = 0; i < n; ++i) {
+    if (filters.pass(i, scratch.rows[i])) scratch.candidates.push_back(i);
+  }
+  return filters.unhealthy();
+}
+
+// `k` replicas drawn uniformly without replacement (Floyd's algorithm), plus the preferred one
+// when there is one, so that a session's pin is honoured whatever the draw.
+uint32_t filterSample(const fleet::ModelEntry& model, const RouteRequest& request, uint32_t k,
+                      Rng& rng, Decision& decision, RoutingScratch& scratch) {
+  const auto n = static_cast<uint32_t>(model.replicas.size());
+  if (scratch.stamp.size() < n) scratch.stamp.resize(n, 0);
+  if (++scratch.epoch == 0) {  // wrapped: old stamps could read as current
+    std::fill(scratch.stamp.begin(), scratch.stamp.end(), 0);
+    scratch.epoch = 1;
+  }
+  const uint32_t epoch = scratch.epoch;
+  scratch.rows.clear();
+  Filters filters(model, request, decision);
+  auto take = [&](uint32_t i) {
+    if (scratch.stamp[i] == epoch) return;  // the preferred replica, drawn again
+    scratch.stamp[i] = epoch;
+    const auto row = static_cast<uint32_t>(scratch.rows.size());
+    if (filters.pass(i, scratch.rows.emplace_back())) {
+      scratch.candidates.push_back(i);
+      scratch.candidate_rows.push_back(row);
+    }
+  };
+  if (request.preferred >= 0 && static_cast<uint32_t>(request.preferred) < n) {
+    take(static_cast<uint32_t>(request.preferred));
+  }
+  for (uint32_t j = n - k; j < n; ++j) {
+    const uint32_t t = rng.below(j + 1);
+    take(scratch.stamp[t] == epoch ? j : t);
+  }
+  decision.sampled = static_cast<uint32_t>(scratch.rows.size());
+  return filters.unhealthy();
+}
+
+}  // namespace
+
 Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& model,
                const RouteRequest& request, Rng& rng, RoutingScratch& scratch) {
   Decision decision;
   decision.strategy = request.spec->text;
   const size_t n = model.replicas.size();
   decision.ready = static_cast<uint32_t>(n);
-  scratch.rows.resize(n);
   scratch.candidates.clear();
-  const int64_t max_inflight = model.limits.max_inflight_per_replica;
-  uint32_t unhealthy = 0;
-  for (uint32_t i = 0; i < n; ++i) {
-    CandidateRow& row = scratch.rows[i];
-    row = CandidateRow{i, Exclusion::kNone, 0};
-    const fleet::ReplicaState& replica = *model.replicas[i].state;
-    // The in-flight count is read only where a filter needs it: the scorers read it anyway.
-    if (!request.tried.empty() &&
-        std::find(request.tried.begin(), request.tried.end(), static_cast<int>(i)) !=
-            request.tried.end()) {
-      row.excluded = Exclusion::kFailedThisRequest;
-    } else if (max_inflight > 0 && replica.globalRunning() >= max_inflight) {
-      row.excluded = Exclusion::kSaturated;
-      ++decision.saturated;
-    } else if (const fleet::HealthState health = replica.health();
-               health == fleet::HealthState::kExcluded) {
-      row.excluded = Exclusion::kUnhealthy;
-      ++unhealthy;
-    } else if (health == fleet::HealthState::kHalfOpen && replica.globalRunning() > 0) {
-      row.excluded = Exclusion::kHalfOpenBusy;
-      ++unhealthy;
-    } else {
-      scratch.candidates.push_back(i);
-    }
+  scratch.candidate_rows.clear();
+  // Candidate sampling: a random subset stands for the fleet, so the cost of a decision does not
+  // grow with it. Not for explanations (every replica's score is wanted) nor round-robin.
+  bool sample = model.candidate_sample > 0 && n > model.candidate_sample && !request.dry_run;
+  for (const StrategyComponent& part : request.spec->parts()) {
+    sample &= part.strategy->samplesCandidates();
   }
-  if (scratch.candidates.empty() && unhealthy > 0) {
+  uint32_t unhealthy = 0;
+  if (sample) {
+    unhealthy = filterSample(model, request, model.candidate_sample, rng, decision, scratch);
+    if (scratch.candidates.empty()) {
+      // The whole sample is filtered out: the fleet may still have candidates. Decide on all
+      // of it, as without sampling (the health fallback included).
+      decision.saturated = 0;
+      decision.sampled = 0;
+      unhealthy = filterFleet(model, request, decision, scratch);
+    }
+  } else {
+    unhealthy = filterFleet(model, request, decision, scratch);
+  }
+  if (scratch.candidates.empty() && unhealthy > 0) {  // only after a pass over the fleet
     decision.health_fallback = true;
-    for (uint32_t i = 0; i < n; ++i) {
+    for (uint32_t i = 0; i < scratch.rows.size(); ++i) {
       Exclusion& why = scratch.rows[i].excluded;
       if (why == Exclusion::kUnhealthy || why == Exclusion::kHalfOpenBusy) {
         why = Exclusion::kNone;
@@ -180,12 +263,16 @@ Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& mo
       }
     }
   }
+  // The row of each candidate: its replica index, unless the rows are a sample's.
+  const std::span<const uint32_t> candidate_rows =
+      decision.sampled > 0 ? std::span<const uint32_t>(scratch.candidate_rows)
+                           : std::span<const uint32_t>(scratch.candidates);
   decision.rows = scratch.rows;
   const size_t m = scratch.candidates.size();
   decision.candidates = static_cast<uint32_t>(m);
   if (m == 0) return decision;
-  if (request.preferred >= 0 && static_cast<size_t>(request.preferred) < n &&
-      scratch.rows[request.preferred].excluded == Exclusion::kNone && !decision.health_fallback) {
+  if (const CandidateRow* pinned = decision.rowOf(request.preferred);
+      pinned != nullptr && pinned->excluded == Exclusion::kNone && !decision.health_fallback) {
     decision.chosen = request.preferred;
     decision.affinity = true;
     return decision;
@@ -236,7 +323,7 @@ Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& mo
     }
   }
   for (size_t i = 0; i < m; ++i) {
-    CandidateRow& row = scratch.rows[scratch.candidates[i]];
+    CandidateRow& row = scratch.rows[candidate_rows[i]];
     row.score = scratch.scores[i];
     if (eased) row.synthetic_load = scratch.inputs[i].synthetic_load;
   }
@@ -254,7 +341,7 @@ Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& mo
   }
   for (size_t i = 0; i < m && cutoff > -std::numeric_limits<double>::infinity(); ++i) {
     if (scratch.scores[i] <= cutoff) {
-      scratch.rows[scratch.candidates[i]].in_pick_set = true;
+      scratch.rows[candidate_rows[i]].in_pick_set = true;
       ++decision.pick_set;
     }
   }

@@ -79,6 +79,9 @@ class Strategy {
   // Whether load-balance is blended in behind this strategy by default (auto-blend). The plain
   // load strategies opt out so they stay comparable baselines.
   virtual bool autoBlendsLoadBalance() const { return true; }
+  // Whether the strategy may see a random sample of the fleet (candidate sampling) instead of
+  // every replica. Round-robin may not: its rotation is over the whole fleet.
+  virtual bool samplesCandidates() const { return true; }
 };
 
 // Looks a strategy up by its registered name; nullptr when unknown.

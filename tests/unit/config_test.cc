@@ -130,6 +130,31 @@ models:
   EXPECT_EQ(from_env.models[0].load_balance.fastest_within, 0.05);
 }
 
+TEST(ConfigTest, CandidateSampleIsSetGloballyPerModelOrByEnvironment) {
+  const GatewayConfig config = parseConfig(R"(
+routing: { candidate_sample: 32 }
+models:
+  - name: a
+    routing_config: { candidate_sample: 0 }
+  - name: b
+)");
+  EXPECT_EQ(config.models[0].candidate_sample, 0u);
+  EXPECT_EQ(config.models[1].candidate_sample, 32u);
+  EXPECT_EQ(parseConfig("models: [{ name: m }]\n").models[0].candidate_sample, 0u);  // off
+  for (const char* bad : {"1", "2.5", "-4", "many"}) {
+    EXPECT_THROW(parseConfig(std::string("routing: { candidate_sample: ") + bad +
+                             " }\nmodels: []\n"),
+                 ConfigError)
+        << bad;
+  }
+  ::setenv("SWITCHYARD_ROUTING_CANDIDATE_SAMPLE", "16", 1);
+  const GatewayConfig from_env = parseConfig("models: [{ name: m }]\n");
+  ::setenv("SWITCHYARD_ROUTING_CANDIDATE_SAMPLE", "1", 1);
+  EXPECT_THROW(parseConfig("models: []\n"), ConfigError);
+  ::unsetenv("SWITCHYARD_ROUTING_CANDIDATE_SAMPLE");
+  EXPECT_EQ(from_env.models[0].candidate_sample, 16u);
+}
+
 TEST(ConfigTest, AibrixEnvironmentNamesSetTheLoadBalanceDefaults) {
   ::setenv("AIBRIX_LOAD_BALANCE_KV_PRESSURE_ALPHA", "4", 1);
   ::setenv("AIBRIX_LOAD_BALANCE_QUEUED_WEIGHT", "0.25", 1);

@@ -87,7 +87,8 @@ ScoreNote scoreCandidates(const ScoringContext& context, std::span<const uint32_
   bool plain = true;
   for (size_t i = 0; i < candidates.size(); ++i) {
     const fleet::ReplicaState& replica = *replicas[candidates[i]].state;
-    const CandidateInputs in = internal::readCandidate(replica, now, max_age);
+    CandidateInputs in;
+    internal::readCandidate(replica, now, max_age, in);
     if (!in.fresh || (terms.lambda > 0 && in.waiting < 0) ||
         replica.readySince() != fleet::ReplicaState::kEstablished) {
       plain = false;

@@ -19,7 +19,7 @@ void gatherInputs(const ScoringContext& context, std::span<const uint32_t> candi
   for (size_t i = 0; i < candidates.size(); ++i) {
     const fleet::ReplicaState& replica = *replicas[candidates[i]].state;
     CandidateInputs& in = inputs[i];
-    in = readCandidate(replica, now, max_age);
+    readCandidate(replica, now, max_age, in);
     warming |= replica.readySince() != fleet::ReplicaState::kEstablished;
     fill_in |= !in.fresh || in.waiting < 0;
     if (in.fresh) {

@@ -12,14 +12,13 @@
 namespace switchyard::routing::internal {
 
 // One replica's inputs as read, before the rules that need every candidate: a missing KV metric
-// reads 0 (free), a missing queue -1 (filled in by gatherInputs). Inline and returned by value:
-// the one-pass scorers keep it in registers.
-[[gnu::always_inline]] inline CandidateInputs readCandidate(const fleet::ReplicaState& replica, TimeNs now,
-                                     TimeNs max_age) {
+// reads 0 (free), a missing queue -1 (filled in by gatherInputs). Written field by field and
+// inlined: into the table, or into a local that the one-pass scorers keep in registers.
+[[gnu::always_inline]] inline void readCandidate(const fleet::ReplicaState& replica, TimeNs now,
+                                                 TimeNs max_age, CandidateInputs& in) {
   bool fresh = false;
   const fleet::EngineSignals s = replica.signals(now, max_age, nullptr, &fresh);
   const fleet::LearnedCapacity capacity = replica.capacity();
-  CandidateInputs in;
   in.running = static_cast<double>(replica.globalRunning());
   in.fresh = fresh;
   in.kv_usage = s.hasKvUsage() ? s.kv_usage : 0.0;
@@ -29,7 +28,8 @@ namespace switchyard::routing::internal {
   in.prefill = capacity.prefill;
   in.tokenless = capacity.tokenless;
   in.slowdown = capacity.slowdown;
-  return in;
+  in.synthetic_load = 0;
+  in.warmth = 1;
 }
 
 // Fills context.inputs[i] for candidates[i]: read, stale and missing values filled in, and slow

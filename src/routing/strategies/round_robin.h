@@ -12,6 +12,7 @@ class RoundRobinStrategy final : public Strategy {
   ScoreNote score(const ScoringContext& context, std::span<const uint32_t> candidate_indices,
                   std::span<double> scores, std::span<double> tiebreak) const override;
   bool autoBlendsLoadBalance() const override { return false; }
+  bool samplesCandidates() const override { return false; }
 };
 
 }  // namespace switchyard::routing
