@@ -136,6 +136,8 @@ inline double loadBalanceScore(const CandidateInputs& in, const Terms& t, double
 // load-balance-shape-aware's score of one candidate (load_balance.h).
 inline double shapeAwareScore(const CandidateInputs& in, const fleet::ReplicaState& replica,
                               const Terms& t, const RequestShape& shape, double& tiebreak) {
+  // No shape to price: load-balance's score.
+  if (!t.shape_learned || in.tokenless) return loadBalanceScore(in, t, tiebreak);
   const double penalty = kvFactor(in, t, tiebreak);
   if (penalty == 0) return kInf;
   const double load = in.running + (t.lambda > 0 ? t.lambda * in.waiting : 0.0);
@@ -143,11 +145,6 @@ inline double shapeAwareScore(const CandidateInputs& in, const fleet::ReplicaSta
   const double s = t.utilization ? fleet::shrunkSlowdown(in.slowdown, t.mean_slowdown) : 0;
   const double at_ref = 1.0 + s * kRef;              // t(n_ref) / t(0)
   const double with = 1.0 + s * (in.running + 1.0);  // t(running + 1) / t(0)
-  if (!t.shape_learned || in.tokenless) {  // no shape to price: load-balance's score
-    if (t.band) tiebreak = with / (decode * at_ref);
-    return t.utilization ? (load + 1.0) * penalty * at_ref / (kRef * with)
-                         : (load + 1.0) * penalty / decode;
-  }
   const double inv_decode = 1.0 / decode;
   const double inv_prefill = 1.0 / (known(in.prefill) ? in.prefill : t.mean_prefill);
   // The replica's average request so far, from its own counters.
