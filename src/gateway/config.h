@@ -28,6 +28,9 @@
 
 namespace switchyard::gateway {
 
+// Hot-path worker threads at most (the request queue keeps one bit per worker).
+inline constexpr int kMaxWorkers = 64;
+
 struct ConfigError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
@@ -83,6 +86,7 @@ struct GatewayConfig {
   SessionAffinityConfig session_affinity;
   AsyncJobsConfig async_jobs;
   ReadinessSettings readiness;  // `readiness:` (/readyz, docs/operations.md)
+  fleet::AdmissionParams admission;  // `admission:` defaults for every model (docs/admission.md)
 
   // Engine signals older than this are unknown (three scrape intervals).
   TimeNs signalMaxAge() const { return 3 * scrape_interval; }

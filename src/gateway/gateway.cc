@@ -74,7 +74,8 @@ class ControlPlane {
       spdlog::info("gateway: {} workers (configured)", worker_count);
     } else {
       const CpuBudget budget = detectCpuBudget();
-      worker_count = budget.cpus;
+      // At most kMaxWorkers: the queue's per-model worker mask has one bit per worker.
+      worker_count = std::min(budget.cpus, kMaxWorkers);
       spdlog::info("gateway: {} workers, one per CPU this process may use: {}", worker_count,
                    budget.source);
     }
@@ -87,7 +88,10 @@ class ControlPlane {
                                                      config_.shared_state);
     for (int i = 0; i < worker_count; ++i) {
       workers_.push_back(std::make_unique<Worker>(i, config_, registry_, listen,
-                                                  observe_->worker(i), *shared_backend_));
+                                                  observe_->worker(i), *shared_backend_,
+                                                  directory_));
+      directory_.contexts.push_back(&workers_.back()->context());
+      directory_.queues.push_back(&workers_.back()->queue());
       // Port 0 means "any": the first worker gets one, the others share it (SO_REUSEPORT).
       if (i == 0) listen.port(workers_[0]->port());
     }
@@ -220,6 +224,7 @@ class ControlPlane {
     }
     for (const fleet::ModelEntry& model : registry_.latest()->models) {
       fleet::refreshLearnedMeans(model);
+      fleet::refreshCompletionRate(model, now);
     }
   }
 
@@ -327,6 +332,7 @@ class ControlPlane {
   std::unique_ptr<observe::Observability> observe_;  // declared before workers_: outlives them
   std::shared_ptr<state::SharedStateBackend> shared_backend_;  // outlives workers' clients
   std::unique_ptr<GatewayStateSync> state_sync_;
+  WorkerDirectory directory_;  // declared before workers_: outlives them
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<std::thread> threads_;
   FileStamp stamp_;

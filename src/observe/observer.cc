@@ -2,7 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cstring>
 #include <future>
 
@@ -180,6 +182,27 @@ void WorkerObserver::onComplete(RequestRecord& r, TimeNs first_byte_at, int64_t 
   r.completed_at = now;
   r.input_tokens = input_tokens;
   r.output_tokens = output_tokens;
+}
+
+void WorkerObserver::countDemand(RequestRecord& r) {
+  if (r.model != nullptr) metrics_.model(r.model_index).demand.add();
+}
+
+void WorkerObserver::onQueueWait(RequestRecord& r, TimeNs waited) {
+  if (r.model != nullptr) metrics_.model(r.model_index).queue_wait.observe(waited);
+}
+
+void WorkerObserver::onAdmission(RequestRecord& r, const AdmissionNote& note) {
+  DecisionRecord* record = ring_.find(r.decision_sequence);
+  if (record == nullptr) return;
+  const auto ms = [](TimeNs ns) {
+    return ns < 0 ? -1 : static_cast<int32_t>(std::min<TimeNs>(ns / kNsPerMs, INT32_MAX));
+  };
+  record->queued_ms = ms(note.queued);
+  record->deadline_ms = ms(note.deadline);
+  record->predicted_ms = ms(note.predicted);
+  record->refused =
+      note.refused == LimitKind::kCount ? 0xFF : static_cast<uint8_t>(note.refused);
 }
 
 void WorkerObserver::onClientCancelled(RequestRecord& r, CancelStage stage) {

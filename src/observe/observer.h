@@ -74,6 +74,14 @@ struct RequestRecord {
 
 class Observability;
 
+// How admission treated a request (docs/admission.md), for its decision record.
+struct AdmissionNote {
+  TimeNs queued = -1;     // time spent in the gateway's queue; -1: never queued
+  TimeNs deadline = -1;   // deadline left at arrival; -1: none
+  TimeNs predicted = -1;  // predicted execution on the chosen replica; -1: unknown
+  LimitKind refused = LimitKind::kCount;  // kCount: not refused
+};
+
 class WorkerObserver {
  public:
   WorkerObserver(Observability& hub, size_t index, const ObserveConfig& config);
@@ -95,6 +103,12 @@ class WorkerObserver {
   void onUpstreamError(RequestRecord& r, UpstreamErrorKind kind);
   void onComplete(RequestRecord& r, TimeNs first_byte_at, int64_t input_tokens,
                   int64_t output_tokens, TimeNs now);
+  // The request asked for its model (after onModel): counted as demand, whatever follows.
+  void countDemand(RequestRecord& r);
+  // It left the gateway's queue after `waited` (admitted, refused or its client left).
+  void onQueueWait(RequestRecord& r, TimeNs waited);
+  // What admission decided, on the request's last decision record.
+  void onAdmission(RequestRecord& r, const AdmissionNote& note);
   // The client went away at `stage`: counted, and marked on the request's decision record,
   // span and access-log line.
   void onClientCancelled(RequestRecord& r, CancelStage stage);
