@@ -414,7 +414,7 @@ GatewayConfig parseNode(const YAML::Node& root) {
   static const std::set<std::string> kKnown = {
       "listen",  "admin_listen", "workers", "routing", "telemetry", "limits",  "timeouts",
       "models",  "reload_poll_interval_ms", "health",  "retry",     "tracing", "logging",
-      "decisions", "shared_state", "session_affinity", "async_jobs"};
+      "decisions", "shared_state", "session_affinity", "async_jobs", "load_monitor"};
   for (auto it = root.begin(); it != root.end(); ++it) {
     const std::string key = it->first.as<std::string>();
     if (!kKnown.count(key)) throw ConfigError(key + ": unknown key");
@@ -505,6 +505,7 @@ GatewayConfig parseNode(const YAML::Node& root) {
     parseSessionAffinity(sessions, config.session_affinity);
   }
   if (const YAML::Node jobs = root["async_jobs"]) parseAsyncJobs(jobs, config.async_jobs);
+  if (const YAML::Node load = root["load_monitor"]) parseLoadMonitor(load, config.load_monitor);
   const YAML::Node models = root["models"];
   if (models && !models.IsSequence()) throw ConfigError("models: must be a list");
   std::set<std::string> names;

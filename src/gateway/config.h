@@ -22,6 +22,7 @@
 #include "core/clock.h"
 #include "fleet/fleet_registry.h"
 #include "health/replica_health.h"
+#include "gateway/load_monitor_config.h"
 #include "gateway/shared_state_config.h"
 #include "observe/observe_config.h"
 
@@ -77,6 +78,7 @@ struct GatewayConfig {
   SharedStateConfig shared_state;  // several gateways: `shared_state:` (memory or redis)
   SessionAffinityConfig session_affinity;
   AsyncJobsConfig async_jobs;
+  LoadMonitorConfig load_monitor;  // request monitoring for the optimizer (`load_monitor:`)
 
   // Engine signals older than this are unknown (three scrape intervals).
   TimeNs signalMaxAge() const { return 3 * scrape_interval; }
