@@ -52,14 +52,28 @@ profile::GpuProfile readProfile(const std::string& path) {
   return parsed.profile.value_or(profile::GpuProfile{});
 }
 
+// How late a 2 ms timer fires on this host right now, seconds (mean of 50). The HTTP emulator
+// runs every engine step on a timer, so a busy host stretches each step by about this much.
+double timerLateness() {
+  double late = 0;
+  for (int i = 0; i < 50; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    std::this_thread::sleep_for(2ms);  // measuring the timer itself, not waiting for anything
+    late += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() - 0.002;
+  }
+  return std::max(0.0, late / 50);
+}
+
 bool within(double measured, double emulated, double fraction, double absolute = 0) {
   return std::fabs(measured - emulated) <= fraction * std::fabs(emulated) + absolute;
 }
 
 // `switchyard profile` against the HTTP emulator and `gen-profile --emulated` on the same grid,
-// rates and (seeded) arrivals agree within 10 % per measured step; TTFT gets 5 ms more for the
-// HTTP path, which the engine model does not have.
+// rates and (seeded) arrivals agree within 10 % per measured step. On top of the 10 %: 5 ms of
+// TTFT for the HTTP path, and the host's timer lateness per engine step (measured before and
+// after), which the engine model does not have — on an idle host it is a few microseconds.
 TEST(OptimizerIntegrationTest, EmulatedProfileMatchesAMeasuredProfileOfTheEmulator) {
+  const double late_before = timerLateness();
   auto engine = startEngine("A10");
   RemoveOnExit files{{tempPath("raw.json"), tempPath("measured.json"), tempPath("emulated.json")}};
   const std::vector<std::string> sweep = {"--rates", "2,4,6", "--step-seconds", "6",
@@ -77,6 +91,8 @@ TEST(OptimizerIntegrationTest, EmulatedProfileMatchesAMeasuredProfileOfTheEmulat
                                       "16,32", "--slo", "tpot=50ms", "-o", files.paths[2]};
   emulate.insert(emulate.end(), sweep.begin(), sweep.end());
   ASSERT_TRUE(runCommand(emulate));
+  const double late = std::max(late_before, timerLateness());
+  ::testing::Test::RecordProperty("timer_lateness_us", static_cast<int>(late * 1e6));
   const profile::GpuProfile measured = readProfile(files.paths[1]);
   const profile::GpuProfile emulated = readProfile(files.paths[2]);
   int compared = 0;
@@ -91,11 +107,11 @@ TEST(OptimizerIntegrationTest, EmulatedProfileMatchesAMeasuredProfileOfTheEmulat
     for (size_t s = 0; s < 3; ++s) {
       SCOPED_TRACE(::testing::Message() << prompt << "x" << output << " at " << m[s].offered_rps
                                       << " req/s");
-      EXPECT_TRUE(within(m[s].tpot.mean, e[s].tpot.mean, 0.10))
+      EXPECT_TRUE(within(m[s].tpot.mean, e[s].tpot.mean, 0.10, late))
           << m[s].tpot.mean << " vs " << e[s].tpot.mean;
-      EXPECT_TRUE(within(m[s].e2e.mean, e[s].e2e.mean, 0.10))
+      EXPECT_TRUE(within(m[s].e2e.mean, e[s].e2e.mean, 0.10, late * (output + 2)))
           << m[s].e2e.mean << " vs " << e[s].e2e.mean;
-      EXPECT_TRUE(within(m[s].ttft.mean, e[s].ttft.mean, 0.10, 0.005))
+      EXPECT_TRUE(within(m[s].ttft.mean, e[s].ttft.mean, 0.10, 0.005 + 2 * late))
           << m[s].ttft.mean << " vs " << e[s].ttft.mean;
       ++compared;
     }
