@@ -11,7 +11,11 @@
 
 #include "gateway_harness.h"
 #include "loadgen/load_generator.h"
+#include "observe/load_interval.h"
+#include "observe/load_shape.h"
 #include "profile/profile_json.h"
+#include "state/redis/blocking_redis.h"
+#include "support/redis_server.h"
 
 namespace switchyard::testing {
 namespace {
@@ -280,6 +284,59 @@ TEST(OptimizerIntegrationTest, ServiceRefusesABadConfigAtStart) {
   EXPECT_EQ(runStatus({"optimize", "--config", missing.path()}), 2);
   TempFile unknown_key("listen: 127.0.0.1:0\nbogus: 1\n", ".yaml");
   EXPECT_EQ(runStatus({"optimize", "--config", unknown_key.path()}), 2);
+}
+
+// The service reads the load from Redis: every gateway's interval in Switchyard's layout summed,
+// or AIBrix's request traces.
+TEST(OptimizerIntegrationTest, ServiceReadsTheLoadFromRedisInBothLayouts) {
+  Profiles profiles;
+  RedisServer redis_server;
+  state::redis::BlockingRedis redis;
+  std::string error;
+  ASSERT_TRUE(redis.connect(*state::redis::RedisUrl::parse(
+      "redis://" + redis_server.address(), &error)));
+  const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  const int64_t start = now - now % 10 - 10;  // the last closed 10 s interval
+  observe::LoadInterval interval;
+  interval.model = "llama2-7b";
+  interval.start = start;
+  interval.interval_s = 10;
+  interval.cells.push_back({observe::tokenBucket(200, observe::kPromptBuckets),
+                            observe::tokenBucket(100, observe::kOutputBuckets), 100});
+  interval.completed = 100;
+  for (const char* gateway : {"gw-a", "gw-b"}) {
+    interval.gateway = gateway;
+    ASSERT_TRUE(redis.command({"HSET", observe::switchyardLoadKey("sy", "llama2-7b", start),
+                               gateway, observe::loadIntervalJson(interval)}));
+  }
+  // The same shape as AIBrix's gateway writes it, for a second model-less check of the layout.
+  ASSERT_TRUE(redis.command({"SET", observe::aibrixTraceKey("llama2-7b", start),
+                             observe::aibrixTraceJson(interval)}));
+  for (const char* layout : {"switchyard", "aibrix"}) {
+    SCOPED_TRACE(layout);
+    TempFile config(
+        "listen: 127.0.0.1:0\ninterval: 0.2\nwindow: 30\nslo: tpot=100ms\n"
+        "load: {source: redis, redis: 'redis://" + redis_server.address() + "', layout: " +
+            layout + "}\n"
+        "deployments:\n"
+        "  - {name: llama2-7b-A10, model: llama2-7b, profile: " + profiles.a10() + "}\n"
+        "  - {name: llama2-7b-L20, model: llama2-7b, profile: " + profiles.l20() + "}\n",
+        ".yaml");
+    Process service({"optimize", "--config", config.path()});
+    double rps = 0;
+    ASSERT_TRUE(waitUntil([&] {
+      simdjson::dom::parser parser;
+      simdjson::dom::element root;
+      const HttpResult r = httpRequest(service.port(), "GET", "/debug/optimizer");
+      if (parser.parse(r.body).get(root) != simdjson::SUCCESS) return false;
+      if (root["models"].at(0)["load"]["current_rps"].get_double().get(rps)) return false;
+      return rps > 0;
+    }, 10s));
+    // Switchyard's layout: both gateways' 100 requests over 10 s; AIBrix's: the one trace.
+    EXPECT_NEAR(rps, std::string_view(layout) == "switchyard" ? 20.0 : 10.0, 1e-9);
+  }
 }
 
 // Gateways + emulated engines + the optimize service reading the gateways' request monitoring:
