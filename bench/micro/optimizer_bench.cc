@@ -47,8 +47,8 @@ void solveBenchmark(benchmark::State& state, bool emulated) {
     // (GPU, tensor-parallel GPUs, $/h per replica): illustrative on-demand prices.
     static const std::deque<profile::GpuProfile> catalog = [] {
       const std::tuple<const char*, int, double> gpus[] = {
-          {"A10", 1, 1.0},   {"L20", 1, 1.86},  {"V100", 1, 2.5},  {"A100", 1, 3.7},
-          {"H100", 1, 6.9},  {"B200", 1, 11.0}, {"A10", 2, 2.0},   {"L20", 2, 3.7}};
+          {"A10", 1, 1.0},  {"L20", 1, 1.86},  {"V100", 1, 2.5}, {"A100", 1, 3.7},
+          {"H100", 1, 6.9}, {"B200", 1, 11.0}, {"A10", 2, 2.0},  {"L20", 2, 3.7}};
       std::deque<profile::GpuProfile> out;
       for (auto [gpu, tp, cost] : gpus) {
         profile::EmulatedSweepOptions options;
@@ -58,10 +58,10 @@ void solveBenchmark(benchmark::State& state, bool emulated) {
         options.sweep.min_requests = 100;
         options.sweep.max_requests = 300;
         const auto config = engine::makePerfConfig(engine::builtinProfiles(), gpu, "llama2-7b", tp);
-        out.push_back(profile::buildProfile(profile::sweepEmulated(config, options),
-                                            {std::string(gpu) + "x" + std::to_string(tp), gpu,
-                                             "", cost, 0},
-                                            options.sweep.stop_slo));
+        out.push_back(
+            profile::buildProfile(profile::sweepEmulated(config, options),
+                                  {std::string(gpu) + "x" + std::to_string(tp), gpu, "", cost, 0},
+                                  options.sweep.stop_slo));
       }
       return out;
     }();

@@ -28,7 +28,8 @@ struct OptimizeOptions {
 
 int runOnce(const OptimizeOptions& o) {
   if (o.profiles.empty() || o.load.empty()) {
-    fmt::print(stderr, "optimize --once: needs --profile FILE (one per deployment) and --load FILE\n");
+    fmt::print(stderr,
+               "optimize --once: needs --profile FILE (one per deployment) and --load FILE\n");
     return 2;
   }
   std::string error;
@@ -90,8 +91,10 @@ int runOnce(const OptimizeOptions& o) {
       }
     }
     if (!found) {
-      fmt::print(stderr, "optimize: --max-replicas {}: expected DEPLOYMENT=N for a known "
-                         "deployment\n", limit);
+      fmt::print(stderr,
+                 "optimize: --max-replicas {}: expected DEPLOYMENT=N for a known "
+                 "deployment\n",
+                 limit);
       return 2;
     }
   }

@@ -38,8 +38,9 @@ struct SweepCliOptions {
 };
 
 void addSweepOptions(CLI::App* cmd, SweepCliOptions& o) {
-  cmd->add_option("--rates", o.rates, "fixed request rates per cell, e.g. 0.5,1,2 (default: "
-                                      "a ladder from ~0.5 in flight until the SLO clearly breaks)");
+  cmd->add_option("--rates", o.rates,
+                  "fixed request rates per cell, e.g. 0.5,1,2 (default: "
+                  "a ladder from ~0.5 in flight until the SLO clearly breaks)");
   cmd->add_option("--step-seconds", o.step_seconds, "seconds of arrivals per step")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -83,8 +84,7 @@ std::optional<profile::SweepSettings> sweepSettings(const SweepCliOptions& o, st
 }
 
 double unixNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 // ---- switchyard profile ----------------------------------------------------------------------
@@ -326,9 +326,8 @@ int runProfile(const ProfileOptions& options) {
   }
   sweep.setTokensPerWord(*calibration);
   const TimeNs start = SteadyClock::instance().now();
-  const TimeNs budget = options.max_minutes > 0
-                            ? static_cast<TimeNs>(options.max_minutes * 60e9)
-                            : std::numeric_limits<TimeNs>::max();
+  const TimeNs budget = options.max_minutes > 0 ? static_cast<TimeNs>(options.max_minutes * 60e9)
+                                                : std::numeric_limits<TimeNs>::max();
   const bool show = !options.no_progress && ::isatty(STDERR_FILENO);
   size_t index = 0;
   for (auto [p, o] : grid) {
@@ -350,8 +349,10 @@ int runProfile(const ProfileOptions& options) {
     while (const auto rate = plan.nextRate()) {
       const double elapsed = (SteadyClock::instance().now() - start) / 1e9;
       if (SteadyClock::instance().now() - start > budget) {
-        fmt::print(stderr, "\nprofile: --max-minutes reached; {} keeps what was measured, run the "
-                           "same command again to resume\n", options.output);
+        fmt::print(stderr,
+                   "\nprofile: --max-minutes reached; {} keeps what was measured, run the "
+                   "same command again to resume\n",
+                   options.output);
         return 0;
       }
       progress(show, index, grid.size(), cell, plan.steps().size(), *rate, elapsed);
@@ -419,9 +420,9 @@ int runGenProfile(const GenOptions& options) {
       const engine::ProfileCatalog catalog = options.profiles_path.empty()
                                                  ? engine::builtinProfiles()
                                                  : engine::loadProfilesFile(options.profiles_path);
-      config = engine::makePerfConfig(catalog, options.emulated_gpu,
-                                      options.model.empty() ? "llama2-7b" : options.model,
-                                      options.tp);
+      config =
+          engine::makePerfConfig(catalog, options.emulated_gpu,
+                                 options.model.empty() ? "llama2-7b" : options.model, options.tp);
     } catch (const std::exception& e) {
       fmt::print(stderr, "gen-profile: {}\n", e.what());
       return 2;
@@ -495,13 +496,17 @@ void addProfileCommands(CLI::App& app, int& exit_code) {
       "profile", "Sweep request rates per prompt x output shape against an OpenAI endpoint");
   profile->add_option("--endpoint", profile_options->endpoint, "http://HOST:PORT")->required();
   profile->add_option("--model", profile_options->model)->capture_default_str();
-  profile->add_option("-o,--output", profile_options->output, "raw measurements (JSON; resumed "
-                                                              "when it exists)")
+  profile
+      ->add_option("-o,--output", profile_options->output,
+                   "raw measurements (JSON; resumed "
+                   "when it exists)")
       ->required();
-  profile->add_option("--prompts", profile_options->prompts, "prompt lengths, tokens (default "
-                                                             "32,64,...,8192)");
-  profile->add_option("--outputs", profile_options->outputs, "output lengths, tokens (default "
-                                                             "16,32,...,1024)");
+  profile->add_option("--prompts", profile_options->prompts,
+                      "prompt lengths, tokens (default "
+                      "32,64,...,8192)");
+  profile->add_option("--outputs", profile_options->outputs,
+                      "output lengths, tokens (default "
+                      "16,32,...,1024)");
   profile->add_option("--cells", profile_options->cells,
                       "only these PROMPTxOUTPUT cells, e.g. 128x16,1024x64");
   profile->add_option("--max-minutes", profile_options->max_minutes,
@@ -531,8 +536,9 @@ void addProfileCommands(CLI::App& app, int& exit_code) {
   gen_cmd->add_option("--percentile", gen->sweep.percentile)
       ->check(CLI::IsMember({0, 50, 90, 99}))
       ->capture_default_str();
-  gen_cmd->add_option("-o,--output", gen->output, "FILE or redis://HOST:PORT/?model=M (default "
-                                                  "stdout)");
+  gen_cmd->add_option("-o,--output", gen->output,
+                      "FILE or redis://HOST:PORT/?model=M (default "
+                      "stdout)");
   gen_cmd->add_option("--prompts", gen->prompts, "with --emulated: prompt lengths");
   gen_cmd->add_option("--outputs", gen->outputs, "with --emulated: output lengths");
   gen_cmd->add_option("--tp", gen->tp, "with --emulated: tensor-parallel GPUs")

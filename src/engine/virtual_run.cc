@@ -8,8 +8,7 @@
 namespace switchyard::engine {
 
 std::vector<VirtualOutcome> runVirtual(const PerfConfig& config,
-                                       std::span<const VirtualArrival> arrivals,
-                                       TimeNs horizon) {
+                                       std::span<const VirtualArrival> arrivals, TimeNs horizon) {
   BatchingModel model(config);
   std::vector<VirtualOutcome> out(arrivals.size());
   std::vector<TokenEvent> events;

@@ -51,7 +51,9 @@ return 1
 class LoadPublisher {
  public:
   LoadPublisher(state::redis::RedisUrl url, LoadMonitorConfig config, std::string gateway_id)
-      : url_(std::move(url)), config_(std::move(config)), gateway_id_(std::move(gateway_id)),
+      : url_(std::move(url)),
+        config_(std::move(config)),
+        gateway_id_(std::move(gateway_id)),
         thread_([this] { run(); }) {}
   ~LoadPublisher() {
     {
@@ -147,9 +149,12 @@ void parseLoadMonitor(const YAML::Node& node, LoadMonitorConfig& config) {
       config.aibrix_layout = false;
       for (const auto& item : v) {
         const std::string layout = scalar<std::string>(item, full);
-        if (layout == "switchyard") config.switchyard_layout = true;
-        else if (layout == "aibrix") config.aibrix_layout = true;
-        else throw ConfigError(full + ": '" + layout + "' is not a layout (switchyard, aibrix)");
+        if (layout == "switchyard")
+          config.switchyard_layout = true;
+        else if (layout == "aibrix")
+          config.aibrix_layout = true;
+        else
+          throw ConfigError(full + ": '" + layout + "' is not a layout (switchyard, aibrix)");
       }
     } else if (key == "key_prefix") {
       config.key_prefix = scalar<std::string>(v, full);
@@ -165,8 +170,7 @@ void parseLoadMonitor(const YAML::Node& node, LoadMonitorConfig& config) {
   }
 }
 
-GatewayLoadMonitor::GatewayLoadMonitor(boost::asio::io_context& io,
-                                       observe::Observability& observe,
+GatewayLoadMonitor::GatewayLoadMonitor(boost::asio::io_context& io, observe::Observability& observe,
                                        const fleet::FleetRegistry& registry,
                                        LoadMonitorConfig config, std::string gateway_id)
     : io_(io),
@@ -231,8 +235,7 @@ void GatewayLoadMonitor::closeInterval(int64_t boundary) {
     for (int c = 0; c < observe::kShapeCells; ++c) {
       const uint32_t n = now.cells[c] - before.cells[c];
       if (n == 0) continue;
-      interval.cells.push_back(
-          {c / observe::kOutputBuckets, c % observe::kOutputBuckets, n});
+      interval.cells.push_back({c / observe::kOutputBuckets, c % observe::kOutputBuckets, n});
       interval.completed += n;
     }
     interval.failed = now.failed - before.failed;

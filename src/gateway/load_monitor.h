@@ -22,9 +22,9 @@
 
 #include "core/clock.h"
 #include "fleet/fleet_registry.h"
+#include "gateway/load_monitor_config.h"
 #include "observe/load_interval.h"
 #include "observe/load_recorder.h"
-#include "gateway/load_monitor_config.h"
 
 namespace switchyard::observe {
 class Observability;

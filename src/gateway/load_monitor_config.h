@@ -16,7 +16,7 @@ struct LoadMonitorConfig {
   bool enabled = true;
   TimeNs interval = 10 * kNsPerSec;
   TimeNs retention = 600 * kNsPerSec;
-  std::string redis;         // redis://host:port[/db]; empty: memory only
+  std::string redis;  // redis://host:port[/db]; empty: memory only
   bool switchyard_layout = true;
   bool aibrix_layout = false;
   std::string key_prefix = "sy";

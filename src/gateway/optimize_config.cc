@@ -44,22 +44,30 @@ void parseLoad(const YAML::Node& node, OptimizeLoadSource& load) {
     if (key == "source") {
       const std::string kind = scalar<std::string>(v, full);
       source_set = true;
-      if (kind == "gateways") load.kind = OptimizeLoadSource::Kind::kGateways;
-      else if (kind == "redis") load.kind = OptimizeLoadSource::Kind::kRedis;
-      else if (kind == "file") load.kind = OptimizeLoadSource::Kind::kFile;
-      else throw ConfigError(full + ": '" + kind + "' is not a source (gateways, redis, file)");
+      if (kind == "gateways")
+        load.kind = OptimizeLoadSource::Kind::kGateways;
+      else if (kind == "redis")
+        load.kind = OptimizeLoadSource::Kind::kRedis;
+      else if (kind == "file")
+        load.kind = OptimizeLoadSource::Kind::kFile;
+      else
+        throw ConfigError(full + ": '" + kind + "' is not a source (gateways, redis, file)");
     } else if (key == "gateways") {
       if (!v.IsSequence()) throw ConfigError(full + ": must be a list of http://host:port");
       for (const auto& g : v) load.gateways.push_back(nonEmpty(g, full));
     } else if (key == "redis") {
       load.redis = nonEmpty(v, full);
       std::string error;
-      if (!state::redis::RedisUrl::parse(load.redis, &error)) throw ConfigError(full + ": " + error);
+      if (!state::redis::RedisUrl::parse(load.redis, &error))
+        throw ConfigError(full + ": " + error);
     } else if (key == "layout") {
       const std::string layout = scalar<std::string>(v, full);
-      if (layout == "switchyard") load.aibrix_layout = false;
-      else if (layout == "aibrix") load.aibrix_layout = true;
-      else throw ConfigError(full + ": '" + layout + "' is not a layout (switchyard, aibrix)");
+      if (layout == "switchyard")
+        load.aibrix_layout = false;
+      else if (layout == "aibrix")
+        load.aibrix_layout = true;
+      else
+        throw ConfigError(full + ": '" + layout + "' is not a layout (switchyard, aibrix)");
     } else if (key == "key_prefix") {
       load.key_prefix = nonEmpty(v, full);
     } else if (key == "file") {
@@ -89,15 +97,24 @@ OptimizeDeployment parseDeployment(const YAML::Node& node, size_t index) {
     const std::string key = it->first.as<std::string>();
     const std::string full = where + "." + key;
     const YAML::Node v = it->second;
-    if (key == "namespace") d.ns = nonEmpty(v, full);
-    else if (key == "name") d.name = nonEmpty(v, full);
-    else if (key == "model") d.model = nonEmpty(v, full);
-    else if (key == "gpu") d.gpu = nonEmpty(v, full);
-    else if (key == "cost") d.cost = number(v, full, 1e-9, 1e9);
-    else if (key == "profile") d.profile = nonEmpty(v, full);
-    else if (key == "min_replicas") d.min_replicas = static_cast<int>(number(v, full, 0, 100000));
-    else if (key == "max_replicas") d.max_replicas = static_cast<int>(number(v, full, 0, 100000));
-    else throw ConfigError(full + ": unknown key");
+    if (key == "namespace")
+      d.ns = nonEmpty(v, full);
+    else if (key == "name")
+      d.name = nonEmpty(v, full);
+    else if (key == "model")
+      d.model = nonEmpty(v, full);
+    else if (key == "gpu")
+      d.gpu = nonEmpty(v, full);
+    else if (key == "cost")
+      d.cost = number(v, full, 1e-9, 1e9);
+    else if (key == "profile")
+      d.profile = nonEmpty(v, full);
+    else if (key == "min_replicas")
+      d.min_replicas = static_cast<int>(number(v, full, 0, 100000));
+    else if (key == "max_replicas")
+      d.max_replicas = static_cast<int>(number(v, full, 0, 100000));
+    else
+      throw ConfigError(full + ": unknown key");
   }
   if (d.name.empty()) throw ConfigError(where + ".name: missing");
   if (d.model.empty()) throw ConfigError(where + ".model: missing");
@@ -149,9 +166,12 @@ OptimizeConfig parseOptimizeConfig(const std::string& yaml_text) {
       config.time_limit = millis(v, key);
     } else if (key == "replicas_unit") {
       const std::string unit = scalar<std::string>(v, key);
-      if (unit == "hundredths") config.hundredths = true;
-      else if (unit == "replicas") config.hundredths = false;
-      else throw ConfigError("replicas_unit: 'hundredths' or 'replicas'");
+      if (unit == "hundredths")
+        config.hundredths = true;
+      else if (unit == "replicas")
+        config.hundredths = false;
+      else
+        throw ConfigError("replicas_unit: 'hundredths' or 'replicas'");
     } else if (key == "hysteresis") {
       config.stability.hysteresis = number(v, key, 0, 1);
     } else if (key == "scale_down_cooldown") {
@@ -159,7 +179,8 @@ OptimizeConfig parseOptimizeConfig(const std::string& yaml_text) {
     } else if (key == "load") {
       parseLoad(v, config.load);
     } else if (key == "deployments") {
-      if (!v.IsSequence() || v.size() == 0) throw ConfigError("deployments: must be a non-empty list");
+      if (!v.IsSequence() || v.size() == 0)
+        throw ConfigError("deployments: must be a non-empty list");
       have_deployments = true;
       std::set<std::pair<std::string, std::string>> seen;
       for (size_t i = 0; i < v.size(); ++i) {

@@ -34,7 +34,7 @@ struct OptimizeLoadSource {
   std::string redis;                  // redis://host:port[/db]
   bool aibrix_layout = false;         // read aibrix:<model>_request_trace_<ts> instead
   std::string key_prefix = "sy";
-  std::string file;                   // a load file ({"model", "cells"}), re-read every interval
+  std::string file;  // a load file ({"model", "cells"}), re-read every interval
 };
 
 struct OptimizeConfig {

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <map>
 
+#include "core/json_util.h"
 #include "gateway/admin_server.h"
 #include "gateway/config.h"
 #include "gateway/optimize_config.h"
@@ -22,7 +23,6 @@
 #include "optimizer/load_json.h"
 #include "optimizer/load_window.h"
 #include "optimizer/optimizer.h"
-#include "core/json_util.h"
 #include "profile/profile_json.h"
 #include "state/redis/blocking_redis.h"
 
@@ -75,13 +75,13 @@ struct ModelState {
   std::string model;
   std::vector<size_t> deployments;  // indexes into the config's deployments
   optimizer::Stabilizer stabilizer;
-  std::vector<int> in_force;        // the answer served (before overrides)
-  optimizer::Recommendation last;   // the last solve
+  std::vector<int> in_force;       // the answer served (before overrides)
+  optimizer::Recommendation last;  // the last solve
   std::vector<optimizer::PlannedCell> load;
   optimizer::LoadSummary summary;
   std::string load_error;
   bool kept_current = false;
-  int64_t solved_at = 0;            // unix seconds
+  int64_t solved_at = 0;  // unix seconds
   uint64_t solves = 0;
   uint64_t infeasible_intervals = 0;
   uint64_t timeouts = 0;
@@ -89,7 +89,8 @@ struct ModelState {
 
 class OptimizeService {
  public:
-  explicit OptimizeService(std::string path) : path_(std::move(path)), timer_(io_), signals_(io_, SIGTERM, SIGINT) {}
+  explicit OptimizeService(std::string path)
+      : path_(std::move(path)), timer_(io_), signals_(io_, SIGTERM, SIGINT) {}
 
   int run() {
     try {
@@ -144,7 +145,8 @@ class OptimizeService {
     config_ = std::move(config);
     profiles_ = std::move(profiles);
     if (same_deployments && !models_.empty()) {
-      for (auto& [name, state] : models_) state.stabilizer = optimizer::Stabilizer(config_.stability);
+      for (auto& [name, state] : models_)
+        state.stabilizer = optimizer::Stabilizer(config_.stability);
       return;
     }
     models_.clear();
@@ -273,7 +275,8 @@ class OptimizeService {
         if (reply->type != state::redis::RedisValue::Type::kString) continue;
         auto interval = observe::parseAibrixTrace(reply->text, state.model, start, &error);
         if (!interval) {
-          state.load_error = fmt::format("{}: {}", observe::aibrixTraceKey(state.model, start), error);
+          state.load_error =
+              fmt::format("{}: {}", observe::aibrixTraceKey(state.model, start), error);
           continue;
         }
         out.push_back(std::move(*interval));
@@ -346,8 +349,7 @@ class OptimizeService {
         above_floors = above_floors && state.in_force[d] >= floors[d];
       }
       const optimizer::Recommendation current = optimizer::recommend(fixed, options);
-      if (above_floors && current.feasible &&
-          state.stabilizer.keepCurrent(current.cost, r.cost)) {
+      if (above_floors && current.feasible && state.stabilizer.keepCurrent(current.cost, r.cost)) {
         state.kept_current = true;
         r.replicas = current.replicas;
         r.slices = current.slices;
@@ -423,10 +425,10 @@ class OptimizeService {
       }
       const int index = findDeployment(req.path, "/scale/");
       if (index < 0) {
-        return AdminResponse{404, "application/json",
-                             errorJson(fmt::format("{} is not a deployment the optimizer manages",
-                                                   req.path),
-                                       "unknown_deployment")};
+        return AdminResponse{
+            404, "application/json",
+            errorJson(fmt::format("{} is not a deployment the optimizer manages", req.path),
+                      "unknown_deployment")};
       }
       simdjson::dom::parser parser;
       simdjson::dom::element root;
@@ -596,10 +598,11 @@ class OptimizeService {
     family("switchyard_optimizer_replicas", "gauge", "Replicas answered per deployment.");
     for (size_t i = 0; i < config_.deployments.size(); ++i) {
       const auto& d = config_.deployments[i];
-      fmt::format_to(it,
-                     "switchyard_optimizer_replicas{{namespace=\"{}\",deployment=\"{}\",model=\"{}\","
-                     "gpu=\"{}\"}} {}\n",
-                     d.ns, d.name, d.model, d.gpu.empty() ? profiles_[i].gpu : d.gpu, answered(i));
+      fmt::format_to(
+          it,
+          "switchyard_optimizer_replicas{{namespace=\"{}\",deployment=\"{}\",model=\"{}\","
+          "gpu=\"{}\"}} {}\n",
+          d.ns, d.name, d.model, d.gpu.empty() ? profiles_[i].gpu : d.gpu, answered(i));
     }
     family("switchyard_optimizer_config_errors_total", "counter", "Rejected config reloads.");
     fmt::format_to(it, "switchyard_optimizer_config_errors_total {}\n", config_errors_);

@@ -34,17 +34,25 @@ std::optional<LoadInterval> fromObject(dom::object object, std::string* error) {
     std::string_view text;
     uint64_t n = 0;
     if (key == "model" || key == "gateway") {
-      if (value.get_string().get(text)) return fail(fmt::format("'{}' must be a string", std::string_view(key)));
+      if (value.get_string().get(text))
+        return fail(fmt::format("'{}' must be a string", std::string_view(key)));
       (key == "model" ? out.model : out.gateway) = text;
     } else if (key == "start" || key == "interval_s" || key == "completed" || key == "failed" ||
                key == "rejected" || key == "queued") {
-      if (!readCount(value, n)) return fail(fmt::format("'{}' must be a count", std::string_view(key)));
-      if (key == "start") out.start = static_cast<int64_t>(n);
-      else if (key == "interval_s") out.interval_s = static_cast<int>(std::min<uint64_t>(n, 86400));
-      else if (key == "completed") out.completed = n;
-      else if (key == "failed") out.failed = n;
-      else if (key == "rejected") out.rejected = n;
-      else out.queued = n;
+      if (!readCount(value, n))
+        return fail(fmt::format("'{}' must be a count", std::string_view(key)));
+      if (key == "start")
+        out.start = static_cast<int64_t>(n);
+      else if (key == "interval_s")
+        out.interval_s = static_cast<int>(std::min<uint64_t>(n, 86400));
+      else if (key == "completed")
+        out.completed = n;
+      else if (key == "failed")
+        out.failed = n;
+      else if (key == "rejected")
+        out.rejected = n;
+      else
+        out.queued = n;
     } else if (key == "cells") {
       dom::array cells;
       if (value.get_array().get(cells)) return fail("'cells' must be an array");
@@ -136,7 +144,8 @@ std::string aibrixTraceJson(const LoadInterval& i) {
     keys[fmt::format("{}:{}", p, o)] += c.count;
   }
   std::string out = "{";
-  for (const auto& [key, count] : keys) fmt::format_to(std::back_inserter(out), "\"{}\":{},", key, count);
+  for (const auto& [key, count] : keys)
+    fmt::format_to(std::back_inserter(out), "\"{}\":{},", key, count);
   fmt::format_to(std::back_inserter(out),
                  "\"meta_v\":4,\"meta_interval_sec\":{},\"meta_precision\":10,"
                  "\"meta_total_reqs\":{},\"meta_pending_reqs\":{},\"meta_queueing_reqs\":0}}",

@@ -31,12 +31,12 @@ struct ShapeCount {
 struct LoadInterval {
   std::string model;
   std::string gateway;
-  int64_t start = 0;     // unix seconds
+  int64_t start = 0;  // unix seconds
   int interval_s = 10;
   uint64_t completed = 0;
   uint64_t failed = 0;
   uint64_t rejected = 0;
-  uint64_t queued = 0;   // in flight at the gateway when the interval closed
+  uint64_t queued = 0;  // in flight at the gateway when the interval closed
   // Requests seen but not classified: AIBrix's meta_total_reqs beyond its completed ones.
   uint64_t unclassified = 0;
   std::vector<ShapeCount> cells;

@@ -35,28 +35,33 @@ std::optional<LoadFile> parseLoadJson(std::string_view text, std::string* error)
       size_t index = 0;
       for (dom::element cell : cells) {
         dom::object c;
-        if (cell.get_object().get(c)) return fail(fmt::format("load: cells[{}] must be an object", index));
+        if (cell.get_object().get(c))
+          return fail(fmt::format("load: cells[{}] must be an object", index));
         LoadCell out;
         bool have_p = false, have_o = false, have_r = false;
         for (auto [ckey, cvalue] : c) {
           double v = 0;
           const bool number = json::number(cvalue, v) && std::isfinite(v);
           if (ckey == "prompt_tokens") {
-            if (!number || v < 1) return fail(fmt::format("load: cells[{}].prompt_tokens must be >= 1", index));
+            if (!number || v < 1)
+              return fail(fmt::format("load: cells[{}].prompt_tokens must be >= 1", index));
             out.prompt_tokens = v;
             have_p = true;
           } else if (ckey == "output_tokens") {
-            if (!number || v < 1) return fail(fmt::format("load: cells[{}].output_tokens must be >= 1", index));
+            if (!number || v < 1)
+              return fail(fmt::format("load: cells[{}].output_tokens must be >= 1", index));
             out.output_tokens = v;
             have_o = true;
           } else if (ckey == "rps") {
-            if (!number || v < 0) return fail(fmt::format("load: cells[{}].rps must be >= 0", index));
+            if (!number || v < 0)
+              return fail(fmt::format("load: cells[{}].rps must be >= 0", index));
             out.rps = v;
             have_r = true;
           }
         }
         if (!have_p || !have_o || !have_r) {
-          return fail(fmt::format("load: cells[{}] needs prompt_tokens, output_tokens and rps", index));
+          return fail(
+              fmt::format("load: cells[{}] needs prompt_tokens, output_tokens and rps", index));
         }
         load.cells.push_back(out);
         ++index;

@@ -22,11 +22,11 @@ struct LoadSummary {
   int64_t newest_start = -1;  // -1: no interval
   int intervals = 0;          // merged intervals in the window
   double window_seconds = 0;
-  double current_rps = 0;     // demand in the newest interval
-  double window_rps = 0;      // mean demand over the window
-  uint64_t failed = 0;        // over the window
+  double current_rps = 0;  // demand in the newest interval
+  double window_rps = 0;   // mean demand over the window
+  uint64_t failed = 0;     // over the window
   uint64_t rejected = 0;
-  uint64_t queued = 0;        // at the newest interval's end
+  uint64_t queued = 0;  // at the newest interval's end
 };
 
 struct PlannedCell {

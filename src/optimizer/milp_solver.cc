@@ -11,10 +11,14 @@ namespace switchyard::optimizer {
 
 const char* solveStatusName(SolveStatus status) {
   switch (status) {
-    case SolveStatus::kOptimal: return "optimal";
-    case SolveStatus::kTimeLimit: return "time_limit";
-    case SolveStatus::kInfeasible: return "infeasible";
-    case SolveStatus::kNoSolution: return "no_solution";
+    case SolveStatus::kOptimal:
+      return "optimal";
+    case SolveStatus::kTimeLimit:
+      return "time_limit";
+    case SolveStatus::kInfeasible:
+      return "infeasible";
+    case SolveStatus::kNoSolution:
+      return "no_solution";
   }
   return "unknown";
 }
@@ -103,11 +107,11 @@ SolveResult solveMix(const MixModel& model, const SolveOptions& options) {
   const int lp_status = glp_get_status(lp);
   if (lp_rc != 0 || lp_status != GLP_OPT) {
     result.status = lp_status == GLP_NOFEAS || lp_rc == GLP_ENOPFS ? SolveStatus::kInfeasible
-                                                                    : SolveStatus::kNoSolution;
+                                                                   : SolveStatus::kNoSolution;
     glp_delete_prob(lp);
-    result.solve_ms = std::chrono::duration<double, std::milli>(
-                          std::chrono::steady_clock::now() - started)
-                          .count();
+    result.solve_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+            .count();
     return result;
   }
   glp_iocp parm;
@@ -147,8 +151,7 @@ SolveResult solveMix(const MixModel& model, const SolveOptions& options) {
   }
   glp_delete_prob(lp);
   result.solve_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
-          .count();
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   return result;
 }
 

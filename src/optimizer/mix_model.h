@@ -59,8 +59,8 @@ struct MixModel {
     std::vector<double> load;  // per deployment: one slice's load; +inf where it cannot serve
   };
   std::vector<DeploymentSpec> deployments;
-  std::vector<Cell> cells;                 // the modelled cells (rate > 0, servable)
-  std::vector<size_t> unservable;          // MixProblem::cells indexes no deployment can serve
+  std::vector<Cell> cells;         // the modelled cells (rate > 0, servable)
+  std::vector<size_t> unservable;  // MixProblem::cells indexes no deployment can serve
   int slice_factor = 4;
 
   static MixModel build(const MixProblem& problem);
@@ -74,8 +74,8 @@ struct MixModel {
 
 // An answer to the model: replicas per deployment and the slices each serves.
 struct MixSolution {
-  std::vector<int> replicas;               // per deployment
-  std::vector<std::vector<int>> slices;    // [cell][deployment] slice counts
+  std::vector<int> replicas;             // per deployment
+  std::vector<std::vector<int>> slices;  // [cell][deployment] slice counts
   double cost = 0;
 };
 

@@ -24,10 +24,10 @@ struct Recommendation {
   SolveStatus status = SolveStatus::kOptimal;
   double cost = 0;
   double solve_ms = 0;
-  std::vector<int> replicas;  // per deployment, in the problem's order
-  MixModel model;             // what was solved (cells, loads)
+  std::vector<int> replicas;             // per deployment, in the problem's order
+  MixModel model;                        // what was solved (cells, loads)
   std::vector<std::vector<int>> slices;  // [model cell][deployment]
-  std::string note;           // why it is infeasible or timed out, for logs and /debug
+  std::string note;                      // why it is infeasible or timed out, for logs and /debug
 };
 
 Recommendation recommend(const MixProblem& problem, const SolveOptions& options = {});

@@ -8,8 +8,7 @@ namespace switchyard::profile {
 std::vector<int> defaultPromptGrid() { return {32, 64, 128, 256, 512, 1024, 2048, 4096, 8192}; }
 std::vector<int> defaultOutputGrid() { return {16, 32, 64, 128, 256, 512, 1024}; }
 
-double unloadedE2eSeconds(const engine::PerfConfig& config, int prompt_tokens,
-                          int output_tokens) {
+double unloadedE2eSeconds(const engine::PerfConfig& config, int prompt_tokens, int output_tokens) {
   const engine::VirtualArrival one{0, prompt_tokens, output_tokens};
   const auto outcome = engine::runVirtual(config, std::span(&one, 1));
   return outcome.front().done() ? outcome.front().e2eSeconds() : 0;
@@ -35,8 +34,8 @@ RawMeasurements sweepEmulated(const engine::PerfConfig& config,
       while (const auto rate = sweep.nextRate()) {
         const int count = options.sweep.requestsFor(*rate);
         const int step = static_cast<int>(sweep.steps().size());
-        const auto arrivals = engine::poissonArrivals(
-            *rate, count, prompt, output, stepSeed(options.seed, prompt, output, step));
+        const auto arrivals = engine::poissonArrivals(*rate, count, prompt, output,
+                                                      stepSeed(options.seed, prompt, output, step));
         const auto outcomes = engine::runVirtual(config, arrivals);
         std::vector<RequestTiming> timings;
         timings.reserve(outcomes.size());

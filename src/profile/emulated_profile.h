@@ -29,6 +29,7 @@ std::vector<int> defaultOutputGrid();
 // The unloaded end-to-end time of one request alone on the engine, seconds.
 double unloadedE2eSeconds(const engine::PerfConfig& config, int prompt_tokens, int output_tokens);
 
-RawMeasurements sweepEmulated(const engine::PerfConfig& config, const EmulatedSweepOptions& options);
+RawMeasurements sweepEmulated(const engine::PerfConfig& config,
+                              const EmulatedSweepOptions& options);
 
 }  // namespace switchyard::profile

@@ -94,10 +94,14 @@ std::string gridError(const std::vector<int>& grid, std::string_view name) {
 
 double Latency::at(int percentile) const {
   switch (percentile) {
-    case 50: return p50;
-    case 90: return p90;
-    case 99: return p99;
-    default: return mean;
+    case 50:
+      return p50;
+    case 90:
+      return p90;
+    case 99:
+      return p99;
+    default:
+      return mean;
   }
 }
 
@@ -165,8 +169,7 @@ std::string GpuProfile::validate() const {
   if (std::string e = gridError(outputs, "indexes[0] (output lengths)"); !e.empty()) return e;
   if (std::string e = gridError(prompts, "indexes[1] (prompt lengths)"); !e.empty()) return e;
   if (!std::isfinite(cost) || cost <= 0) return fmt::format("cost {} must be > 0", cost);
-  if (slo.percentile != 0 && slo.percentile != 50 && slo.percentile != 90 &&
-      slo.percentile != 99) {
+  if (slo.percentile != 0 && slo.percentile != 50 && slo.percentile != 90 && slo.percentile != 99) {
     return fmt::format("slos.percentile {} must be 0, 50, 90 or 99", slo.percentile);
   }
   const size_t rows = outputs.size();

@@ -47,12 +47,12 @@ struct Latency {
 
 // One measured step of one cell: the shape offered alone at `offered_rps`.
 struct Step {
-  double offered_rps = 0;         // the rate asked of the load generator
-  double arrival_rps = 0;         // arrivals actually offered in the measured window
-  double achieved_rps = 0;        // completions in the measured window / its length
+  double offered_rps = 0;   // the rate asked of the load generator
+  double arrival_rps = 0;   // arrivals actually offered in the measured window
+  double achieved_rps = 0;  // completions in the measured window / its length
   double output_tokens_per_s = 0;
-  double mean_concurrency = 0;    // requests in flight, time-averaged
-  int requests = 0;               // completed requests the statistics come from
+  double mean_concurrency = 0;  // requests in flight, time-averaged
+  int requests = 0;             // completed requests the statistics come from
   int failed = 0;
   Latency ttft;
   Latency tpot;
@@ -96,8 +96,8 @@ struct GpuProfile {
   std::string gpu;         // GPU type ("A10"); AIBrix's profiles put the deployment name here
   std::string deployment;  // the deployment it describes; AIBrix: the `gpu` field
   std::string model;
-  double cost = 1;         // per replica per hour (any unit, the same for every deployment)
-  double created = 0;      // unix seconds
+  double cost = 1;     // per replica per hour (any unit, the same for every deployment)
+  double created = 0;  // unix seconds
   Slo slo;
   std::vector<int> outputs;  // indexes[0], ascending
   std::vector<int> prompts;  // indexes[1], ascending

@@ -19,10 +19,14 @@ bool parseLatency(dom::element e, Latency& out) {
   for (auto [key, value] : object) {
     double v = 0;
     if (!json::number(value, v) || !std::isfinite(v) || v < 0) return false;
-    if (key == "mean") out.mean = v;
-    else if (key == "p50") out.p50 = v;
-    else if (key == "p90") out.p90 = v;
-    else if (key == "p99") out.p99 = v;
+    if (key == "mean")
+      out.mean = v;
+    else if (key == "p50")
+      out.p50 = v;
+    else if (key == "p90")
+      out.p90 = v;
+    else if (key == "p99")
+      out.p99 = v;
   }
   return true;
 }
@@ -57,14 +61,22 @@ bool parseStepJson(dom::element element, Step& step, std::string* error) {
   for (auto [key, value] : object) {
     double v = 0;
     bool ok = true;
-    if (key == "ttft") ok = parseLatency(value, step.ttft);
-    else if (key == "tpot") ok = parseLatency(value, step.tpot);
-    else if (key == "e2e") ok = parseLatency(value, step.e2e);
-    else if (key == "offered_rps") ok = json::number(value, step.offered_rps);
-    else if (key == "achieved_rps") ok = json::number(value, step.achieved_rps);
-    else if (key == "arrival_rps") ok = json::number(value, step.arrival_rps);
-    else if (key == "output_tokens_per_s") ok = json::number(value, step.output_tokens_per_s);
-    else if (key == "mean_concurrency") ok = json::number(value, step.mean_concurrency);
+    if (key == "ttft")
+      ok = parseLatency(value, step.ttft);
+    else if (key == "tpot")
+      ok = parseLatency(value, step.tpot);
+    else if (key == "e2e")
+      ok = parseLatency(value, step.e2e);
+    else if (key == "offered_rps")
+      ok = json::number(value, step.offered_rps);
+    else if (key == "achieved_rps")
+      ok = json::number(value, step.achieved_rps);
+    else if (key == "arrival_rps")
+      ok = json::number(value, step.arrival_rps);
+    else if (key == "output_tokens_per_s")
+      ok = json::number(value, step.output_tokens_per_s);
+    else if (key == "mean_concurrency")
+      ok = json::number(value, step.mean_concurrency);
     else if (key == "requests") {
       ok = json::number(value, v) && v >= 0 && v < 1e9;
       step.requests = static_cast<int>(v);
@@ -96,8 +108,8 @@ void appendStepJson(std::string& out, const Step& s) {
   json::appendField(out, "mean_concurrency", s.mean_concurrency);
   json::appendField(out, "requests", s.requests);
   json::appendField(out, "failed", s.failed);
-  for (auto [key, latency] : {std::pair{"ttft", &s.ttft}, std::pair{"tpot", &s.tpot},
-                              std::pair{"e2e", &s.e2e}}) {
+  for (auto [key, latency] :
+       {std::pair{"ttft", &s.ttft}, std::pair{"tpot", &s.tpot}, std::pair{"e2e", &s.e2e}}) {
     out += ',';
     appendLatency(out, key, *latency);
   }
@@ -155,8 +167,8 @@ ProfileParse parseProfileJson(std::string_view text) {
       ok = json::matrix(value, p.tpot);
     } else if (key == "indexes") {
       std::vector<std::vector<double>> indexes;
-      ok = json::matrix(value, indexes) && indexes.size() == 2 &&
-           toGrid(indexes[0], p.outputs) && toGrid(indexes[1], p.prompts);
+      ok = json::matrix(value, indexes) && indexes.size() == 2 && toGrid(indexes[0], p.outputs) &&
+           toGrid(indexes[1], p.prompts);
       have_indexes = ok;
     } else if (key == "slos") {
       dom::object slos;
@@ -169,10 +181,14 @@ ProfileParse parseProfileJson(std::string_view text) {
           }
           // AIBrix writes unset time SLOs as absent; a 0 or inf limit means "none" too.
           const double limit = v > 0 && v < 1e12 ? v : 0;
-          if (slo_key == "percentile") p.slo.percentile = static_cast<int>(v);
-          else if (slo_key == "ttft") p.slo.ttft = limit;
-          else if (slo_key == "tpot") p.slo.tpot = limit;
-          else if (slo_key == "e2e") p.slo.e2e = limit;
+          if (slo_key == "percentile")
+            p.slo.percentile = static_cast<int>(v);
+          else if (slo_key == "ttft")
+            p.slo.ttft = limit;
+          else if (slo_key == "tpot")
+            p.slo.tpot = limit;
+          else if (slo_key == "e2e")
+            p.slo.e2e = limit;
         }
       }
     } else if (key == "steps") {
@@ -194,7 +210,8 @@ ProfileParse parseProfileJson(std::string_view text) {
           auto& out_cell = out_row.emplace_back();
           for (dom::element step : list) {
             std::string error;
-            if (!parseStepJson(step, out_cell.emplace_back(), &error)) return fail("steps: " + error);
+            if (!parseStepJson(step, out_cell.emplace_back(), &error))
+              return fail("steps: " + error);
           }
         }
       }
@@ -202,7 +219,8 @@ ProfileParse parseProfileJson(std::string_view text) {
     if (!ok) return fail(fmt::format("field '{}' is malformed", key));
   }
   if (!have_tputs) return fail("missing 'tputs'");
-  if (!have_indexes) return fail("missing or malformed 'indexes' ([[output lengths], [prompt lengths]])");
+  if (!have_indexes)
+    return fail("missing or malformed 'indexes' ([[output lengths], [prompt lengths]])");
   if (p.deployment.empty()) p.deployment = p.gpu;
   if (p.gpu.empty()) p.gpu = p.deployment;
   if (p.deployment.empty()) return fail("missing 'gpu' (and 'deployment')");
@@ -233,8 +251,8 @@ std::string profileToJson(const GpuProfile& p) {
   json::appendNumbers(out, std::vector<double>(p.prompts.begin(), p.prompts.end()));
   out += "],\"tputs\":";
   json::appendMatrix(out, p.tputs);
-  for (auto [name, m] : {std::pair{"e2e", &p.e2e}, std::pair{"ttft", &p.ttft},
-                         std::pair{"tpot", &p.tpot}}) {
+  for (auto [name, m] :
+       {std::pair{"e2e", &p.e2e}, std::pair{"ttft", &p.ttft}, std::pair{"tpot", &p.tpot}}) {
     if (m->empty()) continue;
     fmt::format_to(std::back_inserter(out), ",\"{}\":", name);
     json::appendMatrix(out, *m);

@@ -61,8 +61,8 @@ Step summarizeStep(std::span<const RequestTiming> requests, double offered_rps) 
       continue;
     }
     const int64_t end = r.finished >= 0 ? r.finished : run_end;
-    busy_ns += static_cast<double>(
-        std::max<int64_t>(0, std::min(end, to) - std::max(r.arrival, from)));
+    busy_ns +=
+        static_cast<double>(std::max<int64_t>(0, std::min(end, to) - std::max(r.arrival, from)));
     if (!in_window) continue;
     // A request that never finished counts as finishing when the run ended: late.
     window_finishes.push_back(end);

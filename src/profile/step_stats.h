@@ -28,7 +28,7 @@ struct RequestTiming {
   int64_t first_token = -1;  // -1: no token
   int64_t finished = -1;     // -1: did not complete (still running, or failed)
   int output_tokens = 0;
-  bool failed = false;       // an error answer or a broken connection
+  bool failed = false;  // an error answer or a broken connection
 };
 
 Step summarizeStep(std::span<const RequestTiming> requests, double offered_rps);

@@ -20,8 +20,7 @@ int SweepSettings::requestsFor(double rate) const {
                                      double(std::max(min_requests, max_requests))));
 }
 
-CellSweep::CellSweep(const SweepSettings& settings, double unloaded_e2e_s)
-    : settings_(settings) {
+CellSweep::CellSweep(const SweepSettings& settings, double unloaded_e2e_s) : settings_(settings) {
   first_rate_ = settings_.start_load / std::max(unloaded_e2e_s, 1e-3);
   settings_.growth = std::max(settings_.growth, 1.01);
 }

@@ -80,19 +80,21 @@ TEST(OptimizerIntegrationTest, EmulatedProfileMatchesAMeasuredProfileOfTheEmulat
   const double late_before = timerLateness();
   auto engine = startEngine("A10");
   RemoveOnExit files{{tempPath("raw.json"), tempPath("measured.json"), tempPath("emulated.json")}};
-  const std::vector<std::string> sweep = {"--rates", "2,4,6", "--step-seconds", "6",
-                                          "--min-requests", "16", "--max-requests", "40"};
-  std::vector<std::string> measure = {"profile", "--endpoint",
-                                      "http://127.0.0.1:" + std::to_string(engine->port()),
-                                      "--model", "llama2-7b", "-o", files.paths[0], "--cells",
-                                      "128x16,256x32", "--no-progress"};
+  const std::vector<std::string> sweep = {"--rates",        "2,4,6", "--step-seconds", "6",
+                                          "--min-requests", "16",    "--max-requests", "40"};
+  std::vector<std::string> measure = {
+      "profile",      "--endpoint", "http://127.0.0.1:" + std::to_string(engine->port()),
+      "--model",      "llama2-7b",  "-o",
+      files.paths[0], "--cells",    "128x16,256x32",
+      "--no-progress"};
   measure.insert(measure.end(), sweep.begin(), sweep.end());
   ASSERT_TRUE(runCommand(measure, 240s));
   ASSERT_TRUE(runCommand({"gen-profile", files.paths[0], "--deployment", "a10", "--gpu", "A10",
                           "--slo", "tpot=50ms", "--percentile", "99", "-o", files.paths[1]}));
-  std::vector<std::string> emulate = {"gen-profile", "--emulated", "A10", "--model", "llama2-7b",
-                                      "--deployment", "a10", "--prompts", "128,256", "--outputs",
-                                      "16,32", "--slo", "tpot=50ms", "-o", files.paths[2]};
+  std::vector<std::string> emulate = {"gen-profile", "--emulated",   "A10",         "--model",
+                                      "llama2-7b",   "--deployment", "a10",         "--prompts",
+                                      "128,256",     "--outputs",    "16,32",       "--slo",
+                                      "tpot=50ms",   "-o",           files.paths[2]};
   emulate.insert(emulate.end(), sweep.begin(), sweep.end());
   ASSERT_TRUE(runCommand(emulate));
   const double late = std::max(late_before, timerLateness());
@@ -109,8 +111,8 @@ TEST(OptimizerIntegrationTest, EmulatedProfileMatchesAMeasuredProfileOfTheEmulat
     ASSERT_EQ(m.size(), 3u) << prompt << "x" << output;
     ASSERT_EQ(e.size(), 3u);
     for (size_t s = 0; s < 3; ++s) {
-      SCOPED_TRACE(::testing::Message() << prompt << "x" << output << " at " << m[s].offered_rps
-                                      << " req/s");
+      SCOPED_TRACE(::testing::Message()
+                   << prompt << "x" << output << " at " << m[s].offered_rps << " req/s");
       EXPECT_TRUE(within(m[s].tpot.mean, e[s].tpot.mean, 0.10, late))
           << m[s].tpot.mean << " vs " << e[s].tpot.mean;
       EXPECT_TRUE(within(m[s].e2e.mean, e[s].e2e.mean, 0.10, late * (output + 2)))
@@ -131,12 +133,12 @@ TEST(OptimizerIntegrationTest, EmulatedProfileMatchesAMeasuredProfileOfTheEmulat
 struct Profiles {
   RemoveOnExit files{{tempPath("a10.json"), tempPath("l20.json")}};
   Profiles() {
-    for (auto [gpu, path, cost] : {std::tuple{"A10", files.paths[0], "1.006"},
-                                   std::tuple{"L20", files.paths[1], "1.861"}}) {
+    for (auto [gpu, path, cost] :
+         {std::tuple{"A10", files.paths[0], "1.006"}, std::tuple{"L20", files.paths[1], "1.861"}}) {
       EXPECT_TRUE(runCommand({"gen-profile", "--emulated", gpu, "--model", "llama2-7b",
                               "--deployment", std::string("llama2-7b-") + gpu, "--cost", cost,
-                              "--prompts", "64,256,1024,4096", "--outputs", "16,64,256",
-                              "--slo", "tpot=100ms", "--max-requests", "120", "-o", path}));
+                              "--prompts", "64,256,1024,4096", "--outputs", "16,64,256", "--slo",
+                              "tpot=100ms", "--max-requests", "120", "-o", path}));
     }
   }
   const std::string& a10() const { return files.paths[0]; }
@@ -147,10 +149,11 @@ TEST(OptimizerIntegrationTest, OnceSolvesAndPrintsTheAnswer) {
   Profiles profiles;
   TempFile load(R"({"model":"llama2-7b","cells":[
       {"prompt_tokens":200,"output_tokens":150,"rps":6},
-      {"prompt_tokens":1000,"output_tokens":200,"rps":0.5}]})", ".json");
-  const auto out = runCommand({"optimize", "--once", "--profile", profiles.a10(), "--profile",
-                               profiles.l20(), "--load", load.path(), "--slice-factor", "4",
-                               "--headroom", "0.1"});
+      {"prompt_tokens":1000,"output_tokens":200,"rps":0.5}]})",
+                ".json");
+  const auto out =
+      runCommand({"optimize", "--once", "--profile", profiles.a10(), "--profile", profiles.l20(),
+                  "--load", load.path(), "--slice-factor", "4", "--headroom", "0.1"});
   ASSERT_TRUE(out);
   simdjson::dom::parser parser;
   simdjson::dom::element root;
@@ -165,26 +168,25 @@ TEST(OptimizerIntegrationTest, OnceSolvesAndPrintsTheAnswer) {
 
   // Bad inputs: clear errors, exit 2, no crash.
   TempFile bad_load(R"({"cells":[{"prompt_tokens":0}]})", ".json");
-  EXPECT_EQ(runStatus({"optimize", "--once", "--profile", profiles.a10(), "--load",
-                       bad_load.path()}),
-            2);
+  EXPECT_EQ(
+      runStatus({"optimize", "--once", "--profile", profiles.a10(), "--load", bad_load.path()}), 2);
   TempFile bad_profile("{\"gpu\":\"x\"}", ".json");
-  EXPECT_EQ(runStatus({"optimize", "--once", "--profile", bad_profile.path(), "--load",
-                       load.path()}),
-            2);
-  EXPECT_EQ(runStatus({"optimize", "--once", "--profile", "/nonexistent.json", "--load",
-                       load.path()}),
-            2);
+  EXPECT_EQ(
+      runStatus({"optimize", "--once", "--profile", bad_profile.path(), "--load", load.path()}), 2);
+  EXPECT_EQ(
+      runStatus({"optimize", "--once", "--profile", "/nonexistent.json", "--load", load.path()}),
+      2);
 }
 
 std::string serviceConfig(const Profiles& profiles, const std::string& load_file,
                           const std::string& l20_profile, std::string_view extra = "") {
   return "listen: 127.0.0.1:0\ninterval: 0.2\nwindow: 10\nslo: tpot=100ms\n"
-         "scale_down_cooldown: 0\n" + std::string(extra) +
-         "load:\n  source: file\n  file: " + load_file +
+         "scale_down_cooldown: 0\n" +
+         std::string(extra) + "load:\n  source: file\n  file: " + load_file +
          "\ndeployments:\n"
          "  - {namespace: default, name: llama2-7b-A10, model: llama2-7b, gpu: A10, profile: " +
-         profiles.a10() + ", min_replicas: 1, max_replicas: 8}\n"
+         profiles.a10() +
+         ", min_replicas: 1, max_replicas: 8}\n"
          "  - {namespace: default, name: llama2-7b-L20, model: llama2-7b, gpu: L20, profile: " +
          l20_profile + ", max_replicas: 8}\n";
 }
@@ -200,7 +202,8 @@ TEST(OptimizerIntegrationTest, ServiceServesTheAutoscalerContractAndKeepsTheLast
   const std::string load_path = tempPath("load.json");
   const std::string config_path = tempPath("optimize.yaml");
   RemoveOnExit cleanup{{load_path, config_path}};
-  std::ofstream(load_path) << R"({"model":"llama2-7b","cells":[{"prompt_tokens":200,"output_tokens":100,"rps":0}]})";
+  std::ofstream(load_path)
+      << R"({"model":"llama2-7b","cells":[{"prompt_tokens":200,"output_tokens":100,"rps":0}]})";
   std::ofstream(config_path) << serviceConfig(profiles, load_path, profiles.l20());
   Process service({"optimize", "--config", config_path});
   const uint16_t port = service.port();
@@ -216,19 +219,25 @@ TEST(OptimizerIntegrationTest, ServiceServesTheAutoscalerContractAndKeepsTheLast
   EXPECT_EQ(httpRequest(port, "GET", "/metrics/other/llama2-7b-A10").status, 404);
 
   // Load arrives: the answer grows within a few intervals.
-  std::ofstream(load_path) << R"({"model":"llama2-7b","cells":[{"prompt_tokens":200,"output_tokens":100,"rps":40}]})";
-  ASSERT_TRUE(waitUntil([&] {
-    const int a = replicasIn(httpRequest(port, "GET", "/metrics/default/llama2-7b-A10").body);
-    const int l = replicasIn(httpRequest(port, "GET", "/metrics/default/llama2-7b-L20").body);
-    return a + l > 100;
-  }, 10s));
+  std::ofstream(load_path)
+      << R"({"model":"llama2-7b","cells":[{"prompt_tokens":200,"output_tokens":100,"rps":40}]})";
+  ASSERT_TRUE(waitUntil(
+      [&] {
+        const int a = replicasIn(httpRequest(port, "GET", "/metrics/default/llama2-7b-A10").body);
+        const int l = replicasIn(httpRequest(port, "GET", "/metrics/default/llama2-7b-L20").body);
+        return a + l > 100;
+      },
+      10s));
 
   // A manual override, then its reset.
   r = httpRequest(port, "PUT", "/scale/default/llama2-7b-L20", R"({"replicas": 5})", kJson);
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(replicasIn(httpRequest(port, "GET", "/metrics/default/llama2-7b-L20").body), 500);
-  EXPECT_EQ(httpRequest(port, "PUT", "/scale/default/llama2-7b-L20", "{\"replicas\":\"x\"}", kJson).status, 400);
-  EXPECT_EQ(httpRequest(port, "PUT", "/scale/default/nope", R"({"replicas": 1})", kJson).status, 404);
+  EXPECT_EQ(httpRequest(port, "PUT", "/scale/default/llama2-7b-L20", "{\"replicas\":\"x\"}", kJson)
+                .status,
+            400);
+  EXPECT_EQ(httpRequest(port, "PUT", "/scale/default/nope", R"({"replicas": 1})", kJson).status,
+            404);
   r = httpRequest(port, "PUT", "/scale/default/llama2-7b-L20", R"({"replicas": -1})", kJson);
   ASSERT_EQ(r.status, 200);
   EXPECT_NE(replicasIn(httpRequest(port, "GET", "/metrics/default/llama2-7b-L20").body), 500);
@@ -245,7 +254,8 @@ TEST(OptimizerIntegrationTest, ServiceServesTheAutoscalerContractAndKeepsTheLast
   EXPECT_EQ(model["deployments"].get_array().size(), 2u);
   EXPECT_GE(model["load"]["cells"].get_array().size(), 1u);
   r = httpRequest(port, "GET", "/metrics");
-  EXPECT_NE(r.body.find("switchyard_optimizer_solve_seconds{model=\"llama2-7b\"}"), std::string::npos);
+  EXPECT_NE(r.body.find("switchyard_optimizer_solve_seconds{model=\"llama2-7b\"}"),
+            std::string::npos);
   EXPECT_NE(r.body.find("switchyard_optimizer_infeasible_intervals_total"), std::string::npos);
   EXPECT_NE(r.body.find("switchyard_optimizer_cost{model=\"llama2-7b\"}"), std::string::npos);
   EXPECT_EQ(httpRequest(port, "GET", "/dashboard").status, 200);
@@ -253,21 +263,27 @@ TEST(OptimizerIntegrationTest, ServiceServesTheAutoscalerContractAndKeepsTheLast
   // A bad reload (a missing profile) is reported and the last good answer stays.
   const int before = replicasIn(httpRequest(port, "GET", "/metrics/default/llama2-7b-A10").body);
   std::ofstream(config_path) << serviceConfig(profiles, load_path, "/nonexistent/l20.json");
-  ASSERT_TRUE(waitUntil([&] {
-    return httpRequest(port, "GET", "/debug/optimizer").body.find("nonexistent") !=
-           std::string::npos;
-  }, 10s));
+  ASSERT_TRUE(waitUntil(
+      [&] {
+        return httpRequest(port, "GET", "/debug/optimizer").body.find("nonexistent") !=
+               std::string::npos;
+      },
+      10s));
   EXPECT_EQ(replicasIn(httpRequest(port, "GET", "/metrics/default/llama2-7b-A10").body), before);
-  EXPECT_NE(httpRequest(port, "GET", "/metrics").body.find(
-                "switchyard_optimizer_config_errors_total 1"),
-            std::string::npos);
+  EXPECT_NE(
+      httpRequest(port, "GET", "/metrics").body.find("switchyard_optimizer_config_errors_total 1"),
+      std::string::npos);
 
   // Load beyond what max_replicas allows: the maximum, flagged infeasible.
-  std::ofstream(load_path) << R"({"model":"llama2-7b","cells":[{"prompt_tokens":200,"output_tokens":100,"rps":500}]})";
-  ASSERT_TRUE(waitUntil([&] {
-    return httpRequest(port, "GET", "/metrics").body.find(
-               "switchyard_optimizer_feasible{model=\"llama2-7b\"} 0") != std::string::npos;
-  }, 10s));
+  std::ofstream(load_path)
+      << R"({"model":"llama2-7b","cells":[{"prompt_tokens":200,"output_tokens":100,"rps":500}]})";
+  ASSERT_TRUE(waitUntil(
+      [&] {
+        return httpRequest(port, "GET", "/metrics")
+                   .body.find("switchyard_optimizer_feasible{model=\"llama2-7b\"} 0") !=
+               std::string::npos;
+      },
+      10s));
   EXPECT_EQ(replicasIn(httpRequest(port, "GET", "/metrics/default/llama2-7b-A10").body), 800);
 }
 
@@ -293,8 +309,8 @@ TEST(OptimizerIntegrationTest, ServiceReadsTheLoadFromRedisInBothLayouts) {
   RedisServer redis_server;
   state::redis::BlockingRedis redis;
   std::string error;
-  ASSERT_TRUE(redis.connect(*state::redis::RedisUrl::parse(
-      "redis://" + redis_server.address(), &error)));
+  ASSERT_TRUE(
+      redis.connect(*state::redis::RedisUrl::parse("redis://" + redis_server.address(), &error)));
   const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
                           std::chrono::system_clock::now().time_since_epoch())
                           .count();
@@ -312,28 +328,34 @@ TEST(OptimizerIntegrationTest, ServiceReadsTheLoadFromRedisInBothLayouts) {
                                gateway, observe::loadIntervalJson(interval)}));
   }
   // The same shape as AIBrix's gateway writes it, for a second model-less check of the layout.
-  ASSERT_TRUE(redis.command({"SET", observe::aibrixTraceKey("llama2-7b", start),
-                             observe::aibrixTraceJson(interval)}));
+  ASSERT_TRUE(redis.command(
+      {"SET", observe::aibrixTraceKey("llama2-7b", start), observe::aibrixTraceJson(interval)}));
   for (const char* layout : {"switchyard", "aibrix"}) {
     SCOPED_TRACE(layout);
     TempFile config(
         "listen: 127.0.0.1:0\ninterval: 0.2\nwindow: 30\nslo: tpot=100ms\n"
-        "load: {source: redis, redis: 'redis://" + redis_server.address() + "', layout: " +
-            layout + "}\n"
-        "deployments:\n"
-        "  - {name: llama2-7b-A10, model: llama2-7b, profile: " + profiles.a10() + "}\n"
-        "  - {name: llama2-7b-L20, model: llama2-7b, profile: " + profiles.l20() + "}\n",
+        "load: {source: redis, redis: 'redis://" +
+            redis_server.address() + "', layout: " + layout +
+            "}\n"
+            "deployments:\n"
+            "  - {name: llama2-7b-A10, model: llama2-7b, profile: " +
+            profiles.a10() +
+            "}\n"
+            "  - {name: llama2-7b-L20, model: llama2-7b, profile: " +
+            profiles.l20() + "}\n",
         ".yaml");
     Process service({"optimize", "--config", config.path()});
     double rps = 0;
-    ASSERT_TRUE(waitUntil([&] {
-      simdjson::dom::parser parser;
-      simdjson::dom::element root;
-      const HttpResult r = httpRequest(service.port(), "GET", "/debug/optimizer");
-      if (parser.parse(r.body).get(root) != simdjson::SUCCESS) return false;
-      if (root["models"].at(0)["load"]["current_rps"].get_double().get(rps)) return false;
-      return rps > 0;
-    }, 10s));
+    ASSERT_TRUE(waitUntil(
+        [&] {
+          simdjson::dom::parser parser;
+          simdjson::dom::element root;
+          const HttpResult r = httpRequest(service.port(), "GET", "/debug/optimizer");
+          if (parser.parse(r.body).get(root) != simdjson::SUCCESS) return false;
+          if (root["models"].at(0)["load"]["current_rps"].get_double().get(rps)) return false;
+          return rps > 0;
+        },
+        10s));
     // Switchyard's layout: both gateways' 100 requests over 10 s; AIBrix's: the one trace.
     EXPECT_NEAR(rps, std::string_view(layout) == "switchyard" ? 20.0 : 10.0, 1e-9);
   }
@@ -356,15 +378,15 @@ TEST(OptimizerIntegrationTest, TheMixFollowsALoadShiftFromChatToLongPrompts) {
   Process gw2({"gateway", "--config", gw_file.path()});
   const std::string config_path = tempPath("follow.yaml");
   RemoveOnExit cleanup{{config_path}};
-  std::ofstream(config_path)
-      << "listen: 127.0.0.1:0\ninterval: 1\nwindow: 3\nslo: tpot=100ms\n"
-         "scale_down_cooldown: 0\nhysteresis: 0\n"
-         "load:\n  source: gateways\n  gateways: [http://127.0.0.1:" << gw1.port(1)
-      << ", http://127.0.0.1:" << gw2.port(1) << "]\n"
-      << "deployments:\n"
-         "  - {name: llama2-7b-A10, model: llama2-7b, gpu: A10, profile: " << profiles.a10()
-      << "}\n  - {name: llama2-7b-L20, model: llama2-7b, gpu: L20, profile: " << profiles.l20()
-      << "}\n";
+  std::ofstream(config_path) << "listen: 127.0.0.1:0\ninterval: 1\nwindow: 3\nslo: tpot=100ms\n"
+                                "scale_down_cooldown: 0\nhysteresis: 0\n"
+                                "load:\n  source: gateways\n  gateways: [http://127.0.0.1:"
+                             << gw1.port(1) << ", http://127.0.0.1:" << gw2.port(1) << "]\n"
+                             << "deployments:\n"
+                                "  - {name: llama2-7b-A10, model: llama2-7b, gpu: A10, profile: "
+                             << profiles.a10()
+                             << "}\n  - {name: llama2-7b-L20, model: llama2-7b, gpu: L20, profile: "
+                             << profiles.l20() << "}\n";
   Process optimizer({"optimize", "--config", config_path});
 
   auto mix = [&] {
@@ -377,7 +399,7 @@ TEST(OptimizerIntegrationTest, TheMixFollowsALoadShiftFromChatToLongPrompts) {
     for (auto d : model["deployments"].get_array()) {
       const int n = static_cast<int>(d["replicas"].get_int64().value());
       (std::string_view(d["name"].get_string().value()).ends_with("A10") ? std::get<0>(out)
-                                                                       : std::get<1>(out)) = n;
+                                                                         : std::get<1>(out)) = n;
     }
     for (auto c : model["load"]["cells"].get_array()) {
       std::get<2>(out) = std::max(std::get<2>(out), c["prompt_tokens"].get_double().value());
@@ -417,8 +439,8 @@ TEST(OptimizerIntegrationTest, TheMixFollowsALoadShiftFromChatToLongPrompts) {
     const auto now = mix();
     if (seen_at < 0 && std::get<2>(now) > 2000) seen_at = std::get<3>(now);
     if (seen_at >= 0) {
-      followed = (std::get<0>(now) != std::get<0>(chat_mix) ||
-                  std::get<1>(now) != std::get<1>(chat_mix));
+      followed =
+          (std::get<0>(now) != std::get<0>(chat_mix) || std::get<1>(now) != std::get<1>(chat_mix));
       if (!followed && std::get<3>(now) > seen_at + 2) break;
     }
     std::this_thread::sleep_for(100ms);

@@ -65,9 +65,10 @@ TEST(ProfileStoreRedisTest, StoresUnderAibrixKeyAndLoadsBack) {
   EXPECT_EQ(loaded.profile->model, "llama2-7b");
 
   // A profile AIBrix's gen_profile wrote (deployment in `gpu`, no Switchyard fields).
-  ASSERT_TRUE(redis.command({"SET", "aibrix:profile_llama2-7b_llama-l20",
-                             R"({"gpu":"llama-l20","cost":2,"tputs":[[4]],)"
-                             R"("indexes":[[32],[512]],"created":1.5,"slos":{"percentile":99,"tpot":0.05}})"}));
+  ASSERT_TRUE(redis.command(
+      {"SET", "aibrix:profile_llama2-7b_llama-l20",
+       R"({"gpu":"llama-l20","cost":2,"tputs":[[4]],)"
+       R"("indexes":[[32],[512]],"created":1.5,"slos":{"percentile":99,"tpot":0.05}})"}));
   auto aibrix = state::redis::loadProfileSource(url_text, "llama-l20");
   ASSERT_TRUE(aibrix.profile) << aibrix.error;
   EXPECT_EQ(aibrix.profile->deployment, "llama-l20");
@@ -75,7 +76,8 @@ TEST(ProfileStoreRedisTest, StoresUnderAibrixKeyAndLoadsBack) {
 
   auto missing = state::redis::loadProfileSource(url_text, "nope");
   EXPECT_FALSE(missing.profile);
-  EXPECT_NE(missing.error.find("aibrix:profile_llama2-7b_nope"), std::string::npos) << missing.error;
+  EXPECT_NE(missing.error.find("aibrix:profile_llama2-7b_nope"), std::string::npos)
+      << missing.error;
   ASSERT_TRUE(redis.command({"SET", "aibrix:profile_llama2-7b_bad", "{not json"}));
   auto bad = state::redis::loadProfileSource(url_text, "bad");
   EXPECT_FALSE(bad.profile);

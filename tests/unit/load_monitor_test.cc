@@ -78,13 +78,13 @@ TEST(LoadWindowTest, PlansTheLargerOfWindowMeanAndCurrentRate) {
   EXPECT_DOUBLE_EQ(summary.current_rps, 5);
   for (const auto& c : cells) {
     if (c.cell.prompt_tokens > 1000) {
-      EXPECT_DOUBLE_EQ(c.current_rps, 4);       // 40 in the newest 10 s
+      EXPECT_DOUBLE_EQ(c.current_rps, 4);  // 40 in the newest 10 s
       EXPECT_NEAR(c.window_rps, 40.0 / 30, 1e-9);
-      EXPECT_DOUBLE_EQ(c.cell.rps, 4);          // rising: the current rate
+      EXPECT_DOUBLE_EQ(c.cell.rps, 4);  // rising: the current rate
     } else {
       EXPECT_DOUBLE_EQ(c.current_rps, 1);
       EXPECT_NEAR(c.window_rps, 210.0 / 30, 1e-9);
-      EXPECT_NEAR(c.cell.rps, 7, 1e-9);         // falling: the window mean
+      EXPECT_NEAR(c.cell.rps, 7, 1e-9);  // falling: the window mean
     }
   }
   // Rejected requests count as load of the same mix; old intervals leave the window.
@@ -121,8 +121,8 @@ TEST(LoadIntervalTest, BothLayoutsRoundTrip) {
   }
   EXPECT_EQ(observe::aibrixTraceKey("m", 990), "aibrix:m_request_trace_990");
   EXPECT_EQ(observe::switchyardLoadKey("sy", "m", 990), "sy:{m}:load:990");
-  for (const char* bad : {"", "[]", R"({"cells":[[1,2]]})", R"({"interval_s":0})",
-                          R"({"cells":[[999,1,1]]})"}) {
+  for (const char* bad :
+       {"", "[]", R"({"cells":[[1,2]]})", R"({"interval_s":0})", R"({"cells":[[999,1,1]]})"}) {
     EXPECT_FALSE(observe::parseLoadIntervalJson(bad, &error)) << bad;
   }
   EXPECT_FALSE(observe::parseAibrixTrace(R"({"a:b":1})", "m", 0, &error));
@@ -147,10 +147,10 @@ TEST(LoadMonitorConfigTest, ParsesAndRejects) {
   EXPECT_EQ(config.load_monitor.interval, 5 * kNsPerSec);
   EXPECT_TRUE(config.load_monitor.aibrix_layout);
   EXPECT_TRUE(config.load_monitor.switchyard_layout);
-  for (const char* bad : {"load_monitor: 3\n", "load_monitor: {interval: 0}\n",
-                          "load_monitor: {layouts: [nope]}\n", "load_monitor: {redis: http://x}\n",
-                          "load_monitor: {interval: 100, retention: 10}\n",
-                          "load_monitor: {bogus: 1}\n"}) {
+  for (const char* bad :
+       {"load_monitor: 3\n", "load_monitor: {interval: 0}\n", "load_monitor: {layouts: [nope]}\n",
+        "load_monitor: {redis: http://x}\n", "load_monitor: {interval: 100, retention: 10}\n",
+        "load_monitor: {bogus: 1}\n"}) {
     EXPECT_THROW(gateway::parseConfig(std::string("models: []\n") + bad), gateway::ConfigError)
         << bad;
   }
@@ -181,9 +181,11 @@ TEST(OptimizeConfigTest, ParsesAndRejectsWithTheKeyNamed) {
       {ok_load + dep + "bogus: 1\n", "bogus"},
       {"load: {source: gateways}\n" + dep, "gateways"},
       {ok_load + "deployments:\n  - {name: a, model: m, profile: p}\n  - {name: a, model: m, "
-                 "profile: p}\n", "twice"},
+                 "profile: p}\n",
+       "twice"},
       {ok_load + "deployments:\n  - {name: a, model: m, profile: p, min_replicas: 3, "
-                 "max_replicas: 1}\n", "min_replicas"},
+                 "max_replicas: 1}\n",
+       "min_replicas"},
   };
   for (const auto& [text, key] : bad) {
     try {

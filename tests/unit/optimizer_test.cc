@@ -1,3 +1,5 @@
+#include "optimizer/optimizer.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -7,12 +9,12 @@
 
 #include "core/rng.h"
 #include "optimizer/load_json.h"
-#include "optimizer/optimizer.h"
 
 namespace switchyard::optimizer {
 namespace {
 
-profile::GpuProfile flatProfile(std::string name, double cost, std::vector<std::vector<double>> tputs) {
+profile::GpuProfile flatProfile(std::string name, double cost,
+                                std::vector<std::vector<double>> tputs) {
   profile::GpuProfile p;
   p.gpu = name;
   p.deployment = std::move(name);
@@ -34,8 +36,8 @@ double enumerate(const MixModel& model) {
     if (c == c_count) {
       double cost = 0;
       for (size_t d = 0; d < d_count; ++d) {
-        const int n = std::max(model.deployments[d].lower,
-                               static_cast<int>(std::ceil(load[d] - 1e-9)));
+        const int n =
+            std::max(model.deployments[d].lower, static_cast<int>(std::ceil(load[d] - 1e-9)));
         if (model.deployments[d].upper >= 0 && n > model.deployments[d].upper) return;
         cost += n * model.deployments[d].cost;
       }
@@ -85,8 +87,8 @@ TEST(OptimizerTest, MatchesExhaustiveEnumerationOnRandomInstances) {
       problem.deployments.push_back(spec);
     }
     for (int c = 0; c < cells; ++c) {
-      problem.cells.push_back({rng.below(2) ? 128.0 : 4096.0, rng.below(2) ? 16.0 : 256.0,
-                               0.1 + 5 * rng.uniform01()});
+      problem.cells.push_back(
+          {rng.below(2) ? 128.0 : 4096.0, rng.below(2) ? 16.0 : 256.0, 0.1 + 5 * rng.uniform01()});
     }
     const MixModel model = MixModel::build(problem);
     const double expected = enumerate(model);
@@ -98,7 +100,7 @@ TEST(OptimizerTest, MatchesExhaustiveEnumerationOnRandomInstances) {
     }
     ASSERT_EQ(solved.status, SolveStatus::kOptimal) << "instance " << instance;
     EXPECT_NEAR(solved.solution.cost, expected, 1e-6) << "instance " << instance << "\n"
-                                                       << model.toLp();
+                                                      << model.toLp();
     // The answer itself fits: every cell's slices placed, every deployment's load covered.
     for (size_t c = 0; c < model.cells.size(); ++c) {
       int placed = 0;

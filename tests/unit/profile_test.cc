@@ -1,9 +1,10 @@
+#include "profile/profile.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "allocation_count.h"
-#include "profile/profile.h"
 #include "profile/profile_json.h"
 #include "profile/raw_profile.h"
 #include "profile/step_stats.h"
@@ -53,7 +54,8 @@ TEST(SloTest, ParsesKindsUnitsAndCombinations) {
   EXPECT_DOUBLE_EQ(slo->ttft, 1.5);
   EXPECT_DOUBLE_EQ(slo->e2e, 20);
   EXPECT_DOUBLE_EQ(slo->tpot, 0.0002);
-  for (const char* bad : {"", "tpot", "tpot=", "tpot=-1ms", "tpot=abc", "latency=5s", "tpot=5ms,"}) {
+  for (const char* bad :
+       {"", "tpot", "tpot=", "tpot=-1ms", "tpot=abc", "latency=5s", "tpot=5ms,"}) {
     EXPECT_FALSE(Slo::parse(bad, &error)) << bad;
     EXPECT_FALSE(error.empty());
   }
@@ -87,7 +89,7 @@ TEST(ProfileTest, AZeroCellMakesTheShapeUnservable) {
   p.tputs[1][1] = 0;
   p.index();
   EXPECT_EQ(p.maxRate(512, 64), 0);
-  EXPECT_EQ(p.maxRate(300, 40), 0);   // a corner with weight is 0
+  EXPECT_EQ(p.maxRate(300, 40), 0);         // a corner with weight is 0
   EXPECT_DOUBLE_EQ(p.maxRate(128, 64), 2);  // exactly on a servable cell
 }
 
@@ -177,7 +179,11 @@ TEST(ProfileJsonTest, ImportsAnAibrixProfile) {
 
 TEST(ProfileJsonTest, RejectsMalformedProfilesWithAReason) {
   const char* cases[] = {
-      "", "[]", "{", R"({"gpu":"a"})", R"({"gpu":"a","tputs":[[1]]})",
+      "",
+      "[]",
+      "{",
+      R"({"gpu":"a"})",
+      R"({"gpu":"a","tputs":[[1]]})",
       R"({"gpu":"a","tputs":[[1]],"indexes":[[1]]})",
       R"({"gpu":"a","tputs":[[1,2]],"indexes":[[16],[128]]})",
       R"({"gpu":"a","tputs":[[1],[2]],"indexes":[[64,16],[128]]})",
@@ -271,8 +277,10 @@ TEST(SweepPlanTest, FixedRatesAreRunInOrder) {
 TEST(RawProfileTest, BuildPicksTheHighestServedRateMeetingTheSlo) {
   RawMeasurements raw;
   raw.model = "m";
-  RawCell a{128, 16, true, {makeStep(1, 1, 0.02, 0.1), makeStep(4, 3, 0.04, 0.2),
-                            makeStep(8, 9, 0.08, 0.5)}};
+  RawCell a{128,
+            16,
+            true,
+            {makeStep(1, 1, 0.02, 0.1), makeStep(4, 3, 0.04, 0.2), makeStep(8, 9, 0.08, 0.5)}};
   RawCell b{512, 16, true, {makeStep(1, 1, 0.06, 0.1)}};
   Step unserved = makeStep(6, 20, 0.03, 3);
   unserved.achieved_rps = 5;  // < 0.9 x 6

@@ -1,7 +1,8 @@
+#include "engine/virtual_run.h"
+
 #include <gtest/gtest.h>
 
 #include "engine/batching_model.h"
-#include "engine/virtual_run.h"
 #include "profile/emulated_profile.h"
 #include "profile/raw_profile.h"
 
@@ -62,7 +63,8 @@ TEST(EmulatedProfileTest, RatesFallWithLongerPromptsAndL20DecodesFaster) {
   }
   EXPECT_TRUE(a.predict(128, 128, 4).valid);
   // Deterministic for a seed.
-  EXPECT_EQ(profile::rawToJson(raw_a10), profile::rawToJson(profile::sweepEmulated(a10(), options)));
+  EXPECT_EQ(profile::rawToJson(raw_a10),
+            profile::rawToJson(profile::sweepEmulated(a10(), options)));
 }
 
 }  // namespace
