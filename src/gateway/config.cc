@@ -420,7 +420,8 @@ GatewayConfig parseNode(const YAML::Node& root) {
   static const std::set<std::string> kKnown = {
       "listen",  "admin_listen", "workers", "routing", "telemetry", "limits",  "timeouts",
       "models",  "reload_poll_interval_ms", "health",  "retry",     "tracing", "logging",
-      "decisions", "shared_state", "session_affinity", "async_jobs", "readiness", "admission"};
+      "decisions", "shared_state", "session_affinity", "async_jobs", "readiness", "admission",
+      "load_monitor"};
   for (auto it = root.begin(); it != root.end(); ++it) {
     const std::string key = it->first.as<std::string>();
     if (!kKnown.count(key)) throw ConfigError(key + ": unknown key");
@@ -530,6 +531,7 @@ GatewayConfig parseNode(const YAML::Node& root) {
   if (const YAML::Node admission = root["admission"]) {
     parseAdmission(admission, "admission", config.admission);
   }
+  if (const YAML::Node load = root["load_monitor"]) parseLoadMonitor(load, config.load_monitor);
   const YAML::Node models = root["models"];
   if (models && !models.IsSequence()) throw ConfigError("models: must be a list");
   std::set<std::string> names;

@@ -23,6 +23,7 @@
 #include "fleet/fleet_registry.h"
 #include "health/replica_health.h"
 #include "gateway/readiness.h"
+#include "gateway/load_monitor_config.h"
 #include "gateway/shared_state_config.h"
 #include "observe/observe_config.h"
 
@@ -87,6 +88,7 @@ struct GatewayConfig {
   AsyncJobsConfig async_jobs;
   ReadinessSettings readiness;  // `readiness:` (/readyz, docs/operations.md)
   fleet::AdmissionParams admission;  // `admission:` defaults for every model (docs/admission.md)
+  LoadMonitorConfig load_monitor;  // request monitoring for the optimizer (`load_monitor:`)
 
   // Engine signals older than this are unknown (three scrape intervals).
   TimeNs signalMaxAge() const { return 3 * scrape_interval; }

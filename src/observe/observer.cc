@@ -86,6 +86,7 @@ void WorkerObserver::onModel(RequestRecord& r, const fleet::FleetSnapshot& snaps
   r.model_index = static_cast<size_t>(&model - snapshot.models.data());
   r.strategy = strategy;
   r.strategy_slot = metrics_.strategySlot(strategy);
+  r.load = load_.block(metrics_.modelSlot(r.model_index));
 }
 
 void WorkerObserver::onDecision(RequestRecord& r, const routing::Decision& decision,
@@ -247,6 +248,15 @@ void WorkerObserver::end(RequestRecord& r, TimeNs now) {
       if (r.output_tokens > 1) replica->tpot.observe((e2e - ttft) / (r.output_tokens - 1));
     }
   }
+  if (r.load != nullptr) {  // request monitoring: one relaxed increment
+    if (r.status == 429) {
+      r.load->rejected.fetch_add(1, std::memory_order_relaxed);
+    } else if (completed && r.upstream_status == 200) {
+      r.load->completed(r.input_tokens, r.output_tokens);
+    } else if (r.status >= 500 || r.status == 0) {
+      r.load->failed.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
   if (r.sampled) {
     const uint32_t model_slot = r.model ? metrics_.modelSlot(r.model_index) : UINT32_MAX;
     const uint32_t replica_slot =
@@ -339,6 +349,12 @@ void Observability::startExporter(boost::asio::io_context& io) {
 
 void Observability::stopExporter() {
   if (exporter_) exporter_->stop();
+}
+
+LoadTotals Observability::loadTotals(uint32_t model_slot) const {
+  LoadTotals totals;
+  for (const auto& w : workers_) w->loadRecorder().addTo(model_slot, totals);
+  return totals;
 }
 
 ExporterStats Observability::exporterStats() const {

@@ -22,6 +22,7 @@
 #include "core/rng.h"
 #include "fleet/fleet_snapshot.h"
 #include "observe/decision_log.h"
+#include "observe/load_recorder.h"
 #include "observe/metrics.h"
 #include "observe/observe_config.h"
 #include "observe/trace.h"
@@ -69,6 +70,7 @@ struct RequestRecord {
   bool upstream_failed = false;
   int64_t input_tokens = -1;
   int64_t output_tokens = -1;
+  LoadBlock* load = nullptr;  // request monitoring: the model's shape counters (onModel)
   std::string explain_header;  // reused per connection
 };
 
@@ -120,6 +122,8 @@ class WorkerObserver {
   void countExclusion(RequestRecord& r, size_t replica_index, routing::Exclusion reason);
 
   WorkerMetrics& metrics() { return metrics_; }
+  const LoadRecorder& loadRecorder() const { return load_; }
+  LoadRecorder& loadRecorder() { return load_; }
   // Owner thread only.
   const DecisionRing& decisions() const { return ring_; }
   SpanQueue& spans() { return spans_; }
@@ -135,6 +139,7 @@ class WorkerObserver {
   Observability& hub_;
   const size_t index_;
   WorkerMetrics& metrics_;
+  LoadRecorder load_;
   DecisionRing ring_;
   SpanQueue spans_;
   Rng rng_;
@@ -183,6 +188,8 @@ class Observability {
   void startExporter(boost::asio::io_context& io);
   void stopExporter();
   ExporterStats exporterStats() const;
+  // Any thread: request-shape counters of model `model_slot` summed over the workers.
+  LoadTotals loadTotals(uint32_t model_slot) const;
 
   // Control thread: the newest `limit` decisions of all workers, as /debug/decisions JSON. Each
   // worker copies its own ring on its own thread; a worker that does not answer within
