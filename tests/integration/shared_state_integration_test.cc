@@ -333,5 +333,56 @@ TEST_F(SharedStateTest, CapacityIsLearnedFromEveryGatewaysTraffic) {
   EXPECT_LT(mean, learned(1) * 3) << fleet.body;
 }
 
+// Requests admitted locally while Redis was away are counted there once the gateway has given
+// Redis its counts again; when they end they must leave Redis's count too, or the replica stays
+// full in every gateway's eyes.
+TEST_F(SharedStateTest, RequestsAdmittedWhileRedisWasAwayAreReleasedThereToo) {
+  startEngines(1);
+  startGateways(1, "    limits: { max_inflight_per_replica: 4 }\n");
+  waitForLiveGateways(1);
+  redis_.stop(/*kill=*/true);
+  std::vector<std::thread> long_requests;
+  for (int i = 0; i < 3; ++i) {
+    long_requests.emplace_back([&] {
+      const HttpResult r = httpRequest(port(0), "POST", "/v1/chat/completions",
+                                       chatBody("llama2-7b", 400), kJson, 30s);
+      EXPECT_EQ(r.status, 200) << r.body << r.error;
+    });
+  }
+  ASSERT_TRUE(waitUntil([&] { return engineRunning(engines_[0]->port()) == 3.0; }, 5s));
+  redis_.start();
+  // The sync rewrites this gateway's counts (3 in flight) once Redis answers again.
+  ASSERT_TRUE(waitUntil(
+      [&] {
+        return metricSample(metrics(0), "switchyard_shared_state_connected{role=\"sync\"}") ==
+                   1.0 &&
+               metricSample(metrics(0), "switchyard_shared_state_connected{role=\"request\"}") ==
+                   2.0;
+      },
+      5s))
+      << metrics(0);
+  std::this_thread::sleep_for(300ms);  // a few sync cycles
+  for (auto& t : long_requests) t.join();
+  // The replica is empty: a burst of its limit is admitted whole.
+  std::atomic<int> ok{0};
+  std::string refused;
+  std::mutex refused_mutex;
+  std::vector<std::thread> burst;
+  for (int i = 0; i < 4; ++i) {
+    burst.emplace_back([&] {
+      const HttpResult r = httpRequest(port(0), "POST", "/v1/chat/completions",
+                                       chatBody("llama2-7b", 20), kJson, 10s);
+      if (r.status == 200) {
+        ++ok;
+      } else {
+        std::lock_guard lock(refused_mutex);
+        refused = std::to_string(r.status) + " " + r.body;
+      }
+    });
+  }
+  for (auto& t : burst) t.join();
+  EXPECT_EQ(ok.load(), 4) << refused;
+}
+
 }  // namespace
 }  // namespace switchyard::testing
