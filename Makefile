@@ -2,7 +2,7 @@
 JOBS ?= $(shell nproc)
 
 .PHONY: deps build build-debug test test-release test-debug tsan demo bench bench-faults \
-	bench-hetero bench-stampede clean
+	bench-hetero bench-stampede bench-chaos clean
 
 deps:
 	bash scripts/install-deps.sh
@@ -48,6 +48,13 @@ bench-hetero: build
 # CSV and PNG in build/bench-stampede/. STAMPEDE_* knobs: see bench/e2e/stampede.sh.
 bench-stampede: build
 	bash bench/e2e/stampede.sh
+
+# The chaos soak: 3 gateways sharing Redis, 6 engine processes, steady load and a chaos event every
+# few seconds (crash, hang, Redis restart, gateway restart, replica removed/added). 10 min;
+# CHAOS_SECONDS=120 for a short one, SWITCHYARD=build/debug/switchyard for the ASan+UBSan build.
+# Report, CSV and PNG in build/bench-chaos/. CHAOS_* knobs: see bench/e2e/chaos.sh.
+bench-chaos: build
+	bash bench/e2e/chaos.sh
 
 clean:
 	rm -rf build
