@@ -23,12 +23,15 @@
 
 #include "api/openai_error.h"
 #include "api/request_inspector.h"
+#include "admission/inflight_admission.h"
 #include "admission/retry_budget.h"
 #include "api/usage_scanner.h"
+#include "fleet/completion_accounting.h"
 #include "gateway/async_jobs.h"
 #include "gateway/session_cache.h"
 #include "gateway/upstream_pool.h"
 #include "http/listener.h"
+#include "http/peer_watch.h"
 #include "routing/router.h"
 
 namespace switchyard::gateway {
@@ -88,10 +91,20 @@ enum class ForwardResult {
   kAborted,              // failed after bytes reached the client, or the client went away
 };
 
+// A client that leaves while its request waits on (or streams from) the upstream: the upstream
+// request is cancelled at once, so the connection to the engine closes and the engine aborts the
+// work (vLLM does on a closed connection) instead of running a generation nobody reads.
+// `upstream` is the forward's UpstreamPool::Stream, empty while (re)connecting.
+void cancelUpstream(void* upstream) {
+  if (auto& stream = *static_cast<UpstreamPool::Stream*>(upstream)) stream->cancel();
+}
+
 // Per-connection state, allocated once per client connection and reused by its requests.
 struct ClientConnection {
   explicit ClientConnection(tcp::socket socket) : stream(std::move(socket)) {}
   beast::tcp_stream stream;
+  std::shared_ptr<switchyard::http::PeerWatch> watch =
+      std::make_shared<switchyard::http::PeerWatch>();
   beast::flat_buffer buffer;
   beast::flat_buffer upstream_buffer;
   std::string head;           // response head or upstream request head
@@ -170,6 +183,7 @@ struct Worker::Impl {
   asio::awaitable<void> acceptLoop();
   asio::awaitable<void> sweepLoop();
   asio::awaitable<void> serve(tcp::socket socket);
+  asio::awaitable<void> lingerAndClose(ClientConnection& conn);
   asio::awaitable<bool> handle(ClientConnection& conn, http::request<http::string_body>& req);
   asio::awaitable<bool> proxy(ClientConnection& conn, http::request<http::string_body>& req,
                               bool keep_alive, JobPath job);
@@ -191,17 +205,6 @@ struct Worker::Impl {
                                   std::string_view message, std::string_view type,
                                   std::string_view code, std::string_view param,
                                   std::string_view request_id, bool keep_alive);
-  // When a response ran, and the replica's load (requests in flight, all gateways) around it.
-  struct ResponseTiming {
-    TimeNs started;
-    TimeNs first_byte_at;  // -1 when no byte came
-    TimeNs finished;
-    int64_t streams_at_start;
-    int64_t streams_at_end;
-  };
-  void accountCompletion(fleet::ReplicaCounters& counters, unsigned status,
-                         const api::UsageScanner& scanner, bool event_stream,
-                         int64_t prompt_estimate, const ResponseTiming& timing);
   asio::awaitable<bool> sendJson(ClientConnection& conn, unsigned status, std::string_view body,
                                  std::string_view request_id, bool keep_alive,
                                  std::string_view retry_after = {});
@@ -252,24 +255,31 @@ asio::awaitable<void> Worker::Impl::serve(tcp::socket socket) {
     if (!ec && !parser.is_done()) {
       conn.stream.expires_after(asDuration(config.timeouts.client_header));
       auto& req = parser.get();
-      if (beast::iequals(req[http::field::expect], "100-continue")) {
+      const auto declared = parser.content_length();
+      if (declared && *declared > config.max_body_bytes) {
+        ec = http::error::body_limit;  // answered before the body is sent (no 100 Continue)
+      } else if (beast::iequals(req[http::field::expect], "100-continue")) {
         static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
         auto [wec, wn] = co_await asio::async_write(conn.stream, asio::buffer(kContinue), kTuple);
         if (wec) break;
       }
-      std::tie(ec, n) = co_await http::async_read(conn.stream, conn.buffer, parser, kTuple);
+      if (!ec) {
+        std::tie(ec, n) = co_await http::async_read(conn.stream, conn.buffer, parser, kTuple);
+      }
     }
     if (ec == http::error::body_limit) {
       const std::string message = "request body is larger than the limit of " +
                                   std::to_string(config.max_body_bytes) + " bytes";
       co_await sendError(conn, 413, message, "invalid_request_error", "request_too_large", "",
                          "", false);
-      break;
+      co_await lingerAndClose(conn);
+      co_return;
     }
     if (ec == http::error::header_limit) {
       co_await sendError(conn, 431, "request headers are too large", "invalid_request_error",
                          "", "", "", false);
-      break;
+      co_await lingerAndClose(conn);
+      co_return;
     }
     if (ec) {
       // End of stream, timeout or a reset: nothing to answer. A syntax error gets a 400.
@@ -277,6 +287,8 @@ asio::awaitable<void> Worker::Impl::serve(tcp::socket socket) {
           ec != http::error::end_of_stream && ec != http::error::partial_message) {
         co_await sendError(conn, 400, "malformed HTTP request", "invalid_request_error", "", "",
                            "", false);
+        co_await lingerAndClose(conn);
+        co_return;
       }
       break;
     }
@@ -294,6 +306,25 @@ asio::awaitable<void> Worker::Impl::serve(tcp::socket socket) {
     if (!keep_alive || stopping.load(std::memory_order_relaxed)) break;
   }
   conn.stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  conn.stream.socket().close(ignored);
+}
+
+// After an early error answer the client may still be sending its request (a large body). Closing
+// with unread bytes makes the kernel send a reset, which can destroy the answer before the client
+// reads it. So: close our write side, read and discard what keeps arriving for a bounded time and
+// size, then close (nginx's lingering close).
+asio::awaitable<void> Worker::Impl::lingerAndClose(ClientConnection& conn) {
+  constexpr size_t kLingerBytes = size_t{64} << 20;
+  boost::system::error_code ignored;
+  conn.stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  conn.stream.expires_after(asDuration(config.timeouts.lingering_close));
+  size_t discarded = 0;
+  while (discarded < kLingerBytes) {
+    auto [ec, n] = co_await conn.stream.async_read_some(
+        asio::buffer(conn.piece.get(), kPieceSize), kTuple);
+    if (ec) break;  // the client closed, reset, or the time is up
+    discarded += n;
+  }
   conn.stream.socket().close(ignored);
 }
 
@@ -483,19 +514,17 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn,
       }
     }
 
-    // Check-and-admit: the filter saw the replica under its limit, but another worker may have
-    // admitted a request since. The increment is the admission; undo it and pick again if it
-    // overshot. Other gateways' requests count too (as last read from shared state).
-    fleet::ReplicaCounters& counters = replica->counters();
-    const int64_t before = counters.running.fetch_add(1, std::memory_order_relaxed);
-    bool lost_race = limit > 0 && before + replica->remoteRunning() >= limit;
+    // Check-and-admit (admission/inflight_admission.h); other gateways' requests count too, as
+    // last read from shared state, then exactly in the shared admission below.
+    bool lost_race = !admission::admitLocally(*replica, limit);
     SharedAdmission shared_admission;
     if (!lost_race && shared_limits) {
       const double model_rate =
           per_replica_rate *
           std::max(1, model->runtime->routable_replicas.load(std::memory_order_relaxed));
-      const state::AdmitResult admitted = co_await shared->admit(
-          {model->name, replica->name(), limit, model_rate, std::max(1.0, model_rate)});
+      const state::AdmitResult admitted =
+          co_await shared->admit({model->name, replica->name(), limit, model_rate,
+                                  std::max(1.0, model_rate), config.shared_state.liveness_ttl});
       noteSharedState(admitted.verdict == state::AdmitVerdict::kDegraded);
       switch (admitted.verdict) {
         case state::AdmitVerdict::kAdmitted:
@@ -507,17 +536,24 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn,
           lost_race = true;
           break;
         case state::AdmitVerdict::kRateLimited:
-          counters.running.fetch_sub(1, std::memory_order_relaxed);
+          admission::releaseLocally(*replica);
           observer.countRejected(observe::LimitKind::kModelRate);
           co_return co_await sendRejection(conn, "model_rate_limit_exceeded",
                                            "the model's request rate limit is exceeded",
                                            admitted.retry_after, request_id, keep_alive);
         case state::AdmitVerdict::kDegraded:
-          // Local decisions: the in-flight check above used the last global view; the rate
-          // limit falls back to this gateway's share of the model-wide rate.
+          // Local decisions: this gateway stays within its share of the replica's limit (the
+          // shares of all live gateways add up to the limit); the rate limit falls back to this
+          // gateway's share of the model-wide rate.
+          if (!admission::withinShare(
+                  *replica, limit, model->runtime->live_gateways.load(std::memory_order_relaxed),
+                  model->runtime->gateway_rank.load(std::memory_order_relaxed))) {
+            lost_race = true;
+            break;
+          }
           if (per_replica_rate > 0) {
             if (const TimeNs wait = model->runtime->rate.tryAcquire(now()); wait > 0) {
-              counters.running.fetch_sub(1, std::memory_order_relaxed);
+              admission::releaseLocally(*replica);
               observer.countRejected(observe::LimitKind::kModelRate);
               co_return co_await sendRejection(conn, "model_rate_limit_exceeded",
                                                "the model's request rate limit is exceeded",
@@ -526,9 +562,9 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn,
           }
           break;
       }
+      if (lost_race) admission::releaseLocally(*replica);
     }
     if (lost_race) {
-      counters.running.fetch_sub(1, std::memory_order_relaxed);
       if (++admission_races > kMaxAdmissionRaces) {
         saturated = true;
         break;
@@ -726,6 +762,9 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
   head.append("\r\n");
 
   UpstreamPool::Stream upstream = pool.take(replica.get(), now());
+  // Watches the client for the whole exchange: one arming per request.
+  const switchyard::http::PeerWatchScope watching(conn.watch, conn.stream.socket(),
+                                                  &cancelUpstream, &upstream);
   std::optional<http::response_parser<http::buffer_body>> parser;
   for (int tries = 0;; ++tries) {
     const bool reused = upstream != nullptr;
@@ -752,6 +791,12 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
           co_await http::async_read_header(*upstream, conn.upstream_buffer, *parser, kTuple);
     }
     if (!ec) break;
+    if (conn.watch->gone) {
+      // Not the replica's failure: the upstream request is closed with `upstream` (the engine
+      // aborts it) and nothing is retried.
+      observer.onClientCancelled(conn.observed, observe::CancelStage::kWaitingFirstByte);
+      co_return ForwardResult::kAborted;
+    }
     upstream.reset();
     // A pooled connection the engine closed in the meantime fails this way: retry once on a
     // fresh connection before calling the replica failed.
@@ -824,6 +869,12 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
                                                     kTuple);
       if (ec == http::error::need_buffer) ec = {};
       got = kPieceSize - response.body().size;
+      if (ec && conn.watch->gone) {
+        observer.onClientCancelled(conn.observed, first_byte_at < 0
+                                                      ? observe::CancelStage::kWaitingFirstByte
+                                                      : observe::CancelStage::kStreaming);
+        co_return ForwardResult::kAborted;
+      }
       if (ec) {
         counters.upstream_errors_total.fetch_add(1, std::memory_order_relaxed);
         replica->recordFailure();
@@ -862,13 +913,21 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
     auto [wec, wn] = co_await asio::async_write(
         conn.stream, std::span<const asio::const_buffer>(out.data(), count), kTuple);
     head_sent = true;
-    if (wec) co_return ForwardResult::kAborted;  // the client went away; drop the upstream
+    if (wec) {
+      // The client went away; dropping the upstream connection aborts the engine's work.
+      if (wec != beast::error::timeout) {
+        observer.onClientCancelled(conn.observed, observe::CancelStage::kStreaming);
+      }
+      co_return ForwardResult::kAborted;
+    }
     if (done) break;
   }
 
   const TimeNs finished = now();
-  accountCompletion(counters, status, scanner, event_stream, prompt_estimate,
-                    {started, first_byte_at, finished, streams_at_start, replica->globalRunning()});
+  fleet::accountCompletion(
+      counters, {status, scanner.promptTokens() > 0 ? scanner.promptTokens() : prompt_estimate,
+                 scanner.completionTokens(), event_stream, started, first_byte_at, finished,
+                 streams_at_start, replica->globalRunning()});
   observer.onComplete(conn.observed, first_byte_at,
                       scanner.promptTokens() > 0 ? scanner.promptTokens() : prompt_estimate,
                       scanner.completionTokens(), finished);
@@ -883,38 +942,6 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
   }
   if (parser->keep_alive()) pool.give(replica, std::move(upstream), now());
   co_return ForwardResult::kDone;
-}
-
-void Worker::Impl::accountCompletion(fleet::ReplicaCounters& counters, unsigned status,
-                                     const api::UsageScanner& scanner, bool event_stream,
-                                     int64_t prompt_estimate, const ResponseTiming& timing) {
-  const auto [started, first_byte_at, finished, streams_at_start, streams_at_end] = timing;
-  if (status != 200) return;  // only successful work says something about speed
-  const int64_t output = scanner.completionTokens();
-  const int64_t prompt = scanner.promptTokens() > 0 ? scanner.promptTokens() : prompt_estimate;
-  if (prompt > 0) counters.input_tokens_total.fetch_add(prompt, std::memory_order_relaxed);
-  if (output > 0) {
-    counters.output_tokens_total.fetch_add(output, std::memory_order_relaxed);
-    // Time per token: after the first byte for streams (decode only), whole latency otherwise.
-    const bool decode_only = event_stream && first_byte_at > started;
-    const int64_t timed = decode_only ? output - 1 : output;
-    if (timed > 0) {
-      counters.token_time_ns_total.fetch_add(finished - (decode_only ? first_byte_at : started),
-                                             std::memory_order_relaxed);
-      counters.timed_tokens_total.fetch_add(timed, std::memory_order_relaxed);
-      counters.token_concurrency_total.fetch_add(timed * (streams_at_start + streams_at_end),
-                                                 std::memory_order_relaxed);
-    }
-  } else {
-    // Embeddings and other tokenless work: capacity is learned as inverse latency.
-    counters.tokenless_requests_total.fetch_add(1, std::memory_order_relaxed);
-    counters.tokenless_latency_ns_total.fetch_add(finished - started, std::memory_order_relaxed);
-  }
-  // A stream's first byte marks the end of prefill (and of any queueing before it).
-  if (event_stream && prompt > 0 && first_byte_at > started) {
-    counters.prefill_tokens_total.fetch_add(prompt, std::memory_order_relaxed);
-    counters.prefill_ns_total.fetch_add(first_byte_at - started, std::memory_order_relaxed);
-  }
 }
 
 asio::awaitable<bool> Worker::Impl::sendJson(ClientConnection& conn, unsigned status,
