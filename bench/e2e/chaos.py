@@ -40,6 +40,49 @@ GAUGE = re.compile(rb"^vllm:num_requests_(running|waiting)(?:\{[^}]*\})? (\S+)",
 DETAIL_CHARS = 300
 
 
+def redis_command(sock_file, sock, *args):
+    """One RESP command and its reply (strings, integers, arrays, nil), for the evidence dump."""
+    sock.sendall(b"".join([f"*{len(args)}\r\n".encode()] +
+                          [f"${len(a.encode())}\r\n{a}\r\n".encode() for a in args]))
+
+    def read():
+        line = sock_file.readline().rstrip(b"\r\n")
+        kind, rest = line[:1], line[1:].decode()
+        if kind in (b"+", b"-"):
+            return rest
+        if kind == b":":
+            return int(rest)
+        if kind == b"$":
+            if int(rest) < 0:
+                return None
+            data = sock_file.read(int(rest) + 2)[:-2]
+            return data.decode(errors="replace")
+        if kind == b"*":
+            return [read() for _ in range(max(0, int(rest)))]
+        return line.decode(errors="replace")
+    return read()
+
+
+def redis_dump(addr):
+    """The shared state as Redis holds it now: every key with its value (hashes field by field)."""
+    host, port = addr_split(addr)
+    try:
+        with socket.create_connection((host, port), timeout=1) as sock:
+            f = sock.makefile("rb")
+            lines = [f"TIME {redis_command(f, sock, 'TIME')}"]
+            for key in sorted(redis_command(f, sock, "KEYS", "*") or []):
+                kind = redis_command(f, sock, "TYPE", key)
+                if kind == "hash":
+                    lines.append(f"{key} = {redis_command(f, sock, 'HGETALL', key)}")
+                elif kind == "string":
+                    lines.append(f"{key} = {redis_command(f, sock, 'GET', key)}")
+                else:
+                    lines.append(f"{key} ({kind})")
+            return "\n".join(lines) + "\n"
+    except OSError as e:
+        return f"redis {addr}: {type(e).__name__}: {e}\n"
+
+
 def span(text):
     lo, _, hi = text.partition("-")
     return int(lo), int(hi or lo)
@@ -120,7 +163,8 @@ class Load:
             conn = http.client.HTTPConnection(host, port, timeout=self.a.request_timeout)
             try:
                 conn.request("POST", "/v1/chat/completions", body,
-                             {"Content-Type": "application/json"})
+                             {"Content-Type": "application/json",
+                              "x-request-id": f"chaos-{seq}"})
                 break  # fully sent
             except OSError as e:  # refused, reset or timed out before the request was sent
                 conn.close()
@@ -161,7 +205,30 @@ class Load:
             conn.close()
         if reasons:
             rec["detail"] = (rec["detail"] + " | rerouted: " + "; ".join(reasons)).strip(" |")
+        if rec["outcome"] == "failed":
+            self.capture(g, seq)
         return self.finish(rec)
+
+    def capture(self, g, seq):
+        """Evidence of a failure: the gateway's fleet view and newest decisions, right now."""
+        host, port = addr_split(self.admins[g])
+        folder = os.path.join(self.a.out, "evidence")
+        os.makedirs(folder, exist_ok=True)
+        for name, path in (("fleet.json", "/debug/fleet"),
+                           ("decisions.json", "/debug/decisions?limit=64"),
+                           ("metrics.txt", "/metrics")):
+            try:
+                conn = http.client.HTTPConnection(host, port, timeout=1)
+                conn.request("GET", path)
+                data = conn.getresponse().read()
+                conn.close()
+            except (OSError, http.client.HTTPException) as e:
+                data = f"{type(e).__name__}: {e}".encode()
+            with open(os.path.join(folder, f"chaos-{seq}-gateway{g}-{name}"), "wb") as f:
+                f.write(data)
+        if self.a.redis:
+            with open(os.path.join(folder, f"chaos-{seq}-redis.txt"), "w") as f:
+                f.write(redis_dump(self.a.redis))
 
     def read_stream(self, resp, rec):
         last_error = ""
@@ -399,6 +466,31 @@ class GatewayLogs:
         return found[-most:]
 
 
+def captured_decision(out, r):
+    """The gateway's decision record of a failed request, from the evidence the load captured."""
+    path = os.path.join(out, "evidence",
+                        f"chaos-{r['id']}-gateway{r['gateway']}-decisions.json")
+    try:
+        decisions = json.load(open(path)).get("decisions", [])
+    except (OSError, ValueError, AttributeError):
+        return ""
+    for d in decisions:
+        if d.get("request_id") == f"chaos-{r['id']}":
+            return json.dumps(d, separators=(",", ":"))[:1200]
+    return ""
+
+
+def captured_metrics(out, r):
+    """The gateway's shared-state and rejection metrics at the failure, from the evidence."""
+    path = os.path.join(out, "evidence", f"chaos-{r['id']}-gateway{r['gateway']}-metrics.txt")
+    keep = re.compile(r"^switchyard_(shared_state_(connected|degraded_total|live_gateways|"
+                      r"reconnects_total|sync_failures_total)|rejected_requests_total)")
+    try:
+        return [l.rstrip() for l in open(path, errors="replace") if keep.match(l)]
+    except OSError:
+        return []
+
+
 def linear_slope(points):
     """Least-squares slope of (x, y) points; None for fewer than 3."""
     if len(points) < 3:
@@ -595,6 +687,12 @@ def run_report(a):
             p(f"      event: {kind(r)}")
             for line in logs.near(float(r["done"])):
                 p(f"      log {line}")
+            decision = captured_decision(out, r)
+            if decision:
+                p(f"      decision (x-request-id chaos-{r['id']}): {decision}")
+            for line in captured_metrics(out, r):
+                p(f"      metric {line}")
+            p(f"      evidence: {out}/evidence/chaos-{r['id']}-*")
     else:
         p("Failures before streaming started: none")
     if cut:
@@ -698,6 +796,7 @@ def main():
     ld.add_argument("--admins", required=True, help="admin host:port,... (same order)")
     ld.add_argument("--engines", required=True, help="engine host:port,...")
     ld.add_argument("--pid-dir", required=True, help="holds gatewayN.pid, kept current")
+    ld.add_argument("--redis", default="", help="host:port, dumped as evidence of a failure")
     ld.add_argument("--t0", type=float, required=True, help="start, epoch seconds")
     ld.add_argument("--seconds", type=float, required=True)
     ld.add_argument("--drain", type=float, default=90, help="bound for requests after the end")

@@ -30,6 +30,8 @@
 #   CHAOS_STREAM_FRACTION=0.5  CHAOS_MAX_TOKENS=16-192  CHAOS_PROMPT_WORDS=10-80
 #   CHAOS_HANG_SECONDS=3     CHAOS_DOWN_SECONDS=2     CHAOS_WORKERS=1 (gateway workers)
 #   CHAOS_STRATEGY=least-request   CHAOS_SAMPLE_MS=20   CHAOS_POLL_MS=200
+#   CHAOS_EVENTS=engine-crash,engine-hang,replica-remove,redis-restart,gateway-restart,replica-add
+#                            the cycle, in this order (e.g. CHAOS_EVENTS=redis-restart alone)
 #   CHAOS_MAX_REQUESTS=20000 CHAOS_OUT=build/bench-chaos
 #   SWITCHYARD=build/release/switchyard   another build, e.g. build/debug/switchyard (ASan+UBSan):
 #                            every process's stderr is grepped for sanitizer reports either way
@@ -55,6 +57,7 @@ strategy="${CHAOS_STRATEGY:-least-request}"
 sample_ms="${CHAOS_SAMPLE_MS:-20}"
 poll_ms="${CHAOS_POLL_MS:-200}"
 max_requests="${CHAOS_MAX_REQUESTS:-20000}"
+events_wanted="${CHAOS_EVENTS:-engine-crash,engine-hang,replica-remove,redis-restart,gateway-restart,replica-add}"
 tail_s=10           # no event starts in the last 10 s of load
 gpus=(L20 L20 L20 A100 A100 A100)
 
@@ -64,13 +67,23 @@ for v in seconds warmup every seed limit hang_s down_s workers max_requests; do
 done
 [ "$seconds" -gt $((warmup + tail_s)) ] || die "CHAOS_SECONDS must exceed CHAOS_WARMUP + $tail_s"
 [ -x "$bin" ] || die "$bin not found; run make build"
+cycle=()
+IFS=, read -r -a wanted <<<"$events_wanted"
+for e in "${wanted[@]}"; do
+  case "$e" in
+    engine-crash|engine-hang|replica-remove|redis-restart|gateway-restart|replica-add)
+      cycle+=("${e//-/_}") ;;
+    *) die "CHAOS_EVENTS: unknown event '$e'" ;;
+  esac
+done
+[ ${#cycle[@]} -gt 0 ] || die "CHAOS_EVENTS is empty"
 for tool in python3 redis-server redis-cli curl; do
   command -v "$tool" >/dev/null || die "$tool not found (scripts/install-deps.sh installs it)"
 done
 sanitized=0
 grep -q -a -m1 '__asan_init' "$bin" && sanitized=1
 mkdir -p "$out"
-rm -rf "$out/logs"
+rm -rf "$out/logs" "$out/evidence"
 rm -f "$out"/*.csv "$out"/*.png "$out"/report.md "$out"/sanitizer.txt "$out"/load.json
 log="$out/chaos.txt"
 
@@ -136,6 +149,7 @@ launch() {
   local name=$1 n; shift
   n=$(( ${starts[$name]:-0} + 1 )); starts[$name]=$n
   local o="$work/logs/$name.$n.out" e="$work/logs/$name.$n.err"
+  : >"$o"
   "$@" >"$o" 2>"$e" &
   pid_of[$name]=$!
   echo "${pid_of[$name]}" >"$work/pids/$name.pid"
@@ -220,7 +234,8 @@ lists() {
 cpu_model="$(awk -F': *' '/^model name/ {print $2; exit}' /proc/cpuinfo)"
 {
   echo "command: CHAOS_SECONDS=$seconds CHAOS_SEED=$seed CHAOS_LIMIT=$limit CHAOS_RATE=$rate" \
-       "CHAOS_EVENT_EVERY=$every SWITCHYARD=${bin#"$root"/} bash bench/e2e/chaos.sh"
+       "CHAOS_EVENT_EVERY=$every$([ -n "${CHAOS_EVENTS:-}" ] && echo " CHAOS_EVENTS=$events_wanted")" \
+       "SWITCHYARD=${bin#"$root"/} bash bench/e2e/chaos.sh"
   echo "machine: nproc=$(nproc), CPU \"$cpu_model\", load average $(cut -d' ' -f1-3 /proc/loadavg)" \
        "at start, $(date -u +%Y-%m-%dT%H:%MZ)"
   echo "switchyard: $("$bin" --version 2>/dev/null || echo unknown) ($bin)$([ $sanitized = 1 ] && echo ', sanitizer build')"
@@ -228,7 +243,8 @@ cpu_model="$(awk -F': *' '/^model name/ {print $2; exit}' /proc/cpuinfo)"
        "$strategy, limits.max_inflight_per_replica: $limit), shared state in redis-server" \
        "$(redis-server --version | awk '{print $3}')"
   echo "load: Poisson $rate req/s, ${stream_fraction} streamed, max_tokens $max_tokens, prompts" \
-       "$prompt_words words, seed $seed; warm-up ${warmup} s, then an event every ${every} s;" \
+       "$prompt_words words, seed $seed; warm-up ${warmup} s, then an event every ${every} s" \
+       "($events_wanted);" \
        "engines sampled every $sample_ms ms, readiness polled every $poll_ms ms"
 } | tee "$log"
 
@@ -252,6 +268,7 @@ for g in 0 1 2; do clients+=("127.0.0.1:${client_ports[$g]}"); admins+=("127.0.0
 for i in 0 1 2 3 4 5; do engines+=("127.0.0.1:${engine_ports[$i]}"); done
 python3 "$root/bench/e2e/chaos.py" load --gateways "$(join "${clients[@]}")" \
   --admins "$(join "${admins[@]}")" --engines "$(join "${engines[@]}")" --pid-dir "$work/pids" \
+  --redis "127.0.0.1:$redis_port" \
   --t0 "$t0" --seconds "$seconds" --rate "$rate" --seed "$seed" \
   --stream-fraction "$stream_fraction" --prompt-words "$prompt_words" --max-tokens "$max_tokens" \
   --max-requests "$max_requests" --sample-ms "$sample_ms" --poll-ms "$poll_ms" --out "$out" \
@@ -343,7 +360,6 @@ replica_add() {
   record "$start" replica-add "engine$i" "${detail}added back to every gateway's file + SIGHUP"
 }
 
-cycle=(engine_crash engine_hang replica_remove redis_restart gateway_restart replica_add)
 echo "running: gateways ${clients[*]}, engines ${engines[*]}, redis 127.0.0.1:$redis_port" >&2
 next="$(awk -v t="$t0" -v w="$warmup" 'BEGIN { printf "%.3f", t + w }')"
 last_start="$(awk -v t="$t0" -v s="$seconds" -v e="$tail_s" 'BEGIN { printf "%.3f", t + s - e }')"
@@ -359,6 +375,7 @@ replica_add  # the fleet ends whole
 wait "${pid_of[load]}" || die "the load generator failed: $(tail -20 "$work/logs/load.err")"
 unset "pid_of[load]"
 stop_all  # graceful: gateways' sanitizers report leaks at exit
+mkdir -p "$out/logs" && cp "$work"/logs/* "$out/logs/"
 
 # ---------------------------------------------------------------------------------------------
 # Report.
