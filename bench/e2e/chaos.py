@@ -638,6 +638,11 @@ def run_report(a):
           f"{'n/a' if slope is None else f'{slope:+.2f} MiB/min'}) | flat |")
     if not never:
         p("| RSS of a never-restarted gateway | none was left unrestarted | flat |")
+    unexpected = []
+    if os.path.exists(os.path.join(out, "unexpected.txt")):
+        unexpected = [l.strip() for l in open(os.path.join(out, "unexpected.txt")) if l.strip()]
+    p(f"| processes that died or exited badly on their own | {len(unexpected)}"
+      + (": " + "; ".join(unexpected) if unexpected else "") + " | 0 |")
     if a.sanitized:
         p(f"| sanitizer reports (ASan / UBSan / LSan lines) | "
           f"{san_counts['ERROR: AddressSanitizer']} / {san_counts['runtime error:']} / "

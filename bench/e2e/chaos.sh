@@ -84,7 +84,9 @@ sanitized=0
 grep -q -a -m1 '__asan_init' "$bin" && sanitized=1
 mkdir -p "$out"
 rm -rf "$out/logs" "$out/evidence"
-rm -f "$out"/*.csv "$out"/*.png "$out"/report.md "$out"/sanitizer.txt "$out"/load.json
+rm -f "$out"/*.csv "$out"/*.png "$out"/report.md "$out"/sanitizer.txt "$out"/load.json \
+  "$out"/unexpected.txt
+: >"$out/unexpected.txt"
 log="$out/chaos.txt"
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/switchyard-chaos.XXXXXX")"
@@ -110,8 +112,15 @@ stop() {
     [ $left = 0 ] && break
     sleep 0.1
   done
-  for pid in "${mine[@]}"; do kill -KILL "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
-  for name in "$@"; do unset "pid_of[$name]"; done
+  local st
+  for name in "$@"; do
+    pid=${pid_of[$name]:-}
+    [ -n "$pid" ] || continue
+    kill -KILL "$pid" 2>/dev/null || true
+    st=0; wait "$pid" 2>/dev/null || st=$?
+    echo "$name $sig $st" >>"$work/exits.txt"  # how each process ended
+    unset "pid_of[$name]"
+  done
 }
 stop_all() {  # resumes everything, then: the load generator, the gateways (graceful), the rest
   local pid
@@ -372,10 +381,19 @@ while awk -v n="$next" -v l="$last_start" 'BEGIN { exit !(n < l) }'; do
   next="$(awk -v n="$next" -v e="$every" -v now="$(now)" 'BEGIN { t = n + e; printf "%.3f", (t > now ? t : now) }')"
 done
 replica_add  # the fleet ends whole
+for name in "${!pid_of[@]}"; do  # a process that died without being told to is a finding
+  [ "$name" = load ] && continue
+  kill -0 "${pid_of[$name]}" 2>/dev/null || echo "$name exited on its own before the end" >>"$out/unexpected.txt"
+done
 wait "${pid_of[load]}" || die "the load generator failed: $(tail -20 "$work/logs/load.err")"
 unset "pid_of[load]"
+: >"$work/exits.txt"
 stop_all  # graceful: gateways' sanitizers report leaks at exit
 mkdir -p "$out/logs" && cp "$work"/logs/* "$out/logs/"
+# Exit statuses at the end (SIGTERM): anything but 0 (or 143, the default for TERM) is a finding.
+awk '$2 == "TERM" && $3 != 0 && $3 != 143 { print $1 " exited with status " $3 " after SIGTERM" }' \
+  "$work/exits.txt" >>"$out/unexpected.txt"
+echo "exit statuses after the final SIGTERM: $(awk '$2 == "TERM" { printf "%s%s=%s", sep, $1, $3; sep = " " }' "$work/exits.txt")" | tee -a "$log"
 
 # ---------------------------------------------------------------------------------------------
 # Report.
