@@ -2,7 +2,7 @@
 JOBS ?= $(shell nproc)
 
 .PHONY: deps build build-debug test test-release test-debug tsan demo bench bench-faults \
-	bench-hetero bench-stampede bench-chaos clean
+	bench-hetero bench-stampede bench-optimizer bench-chaos clean
 
 deps:
 	bash scripts/install-deps.sh
@@ -48,6 +48,14 @@ bench-hetero: build
 # CSV and PNG in build/bench-stampede/. STAMPEDE_* knobs: see bench/e2e/stampede.sh.
 bench-stampede: build
 	bash bench/e2e/stampede.sh
+
+# The GPU-mix optimizer on the product page's experiment (A10 + L20, chat + long prompts, P99
+# TPOT 50 ms): recommended mix vs the cheapest homogeneous fleet, the mix run on emulated engines,
+# and the sweep of the long-prompt share. CSV, PNG and log in build/bench-optimizer/; OPT_* knobs:
+# see bench/e2e/optimizer.sh. Also runs the solver's micro-benchmark.
+bench-optimizer: build
+	./build/release/micro_bench --benchmark_filter='Optimizer|ProfileMaxRate|LoadRecord'
+	bash bench/e2e/optimizer.sh
 
 # The chaos soak: 3 gateways sharing Redis, 6 engine processes, steady load and a chaos event every
 # few seconds (crash, hang, Redis restart, gateway restart, replica removed/added). 10 min;

@@ -250,7 +250,8 @@ class Load:
                 last_error = payload.decode(errors="replace")
         if rec["first_event"]:
             rec["outcome"] = "cut"
-            rec["detail"] = "stream ended without [DONE]" + (": " + last_error if last_error else "")
+            rec["detail"] = "stream ended without [DONE]" + \
+                (": " + last_error if last_error else "")
         else:
             rec["detail"] = "status 200, stream closed before its first event" + \
                 (": " + last_error if last_error else "")
@@ -443,7 +444,8 @@ class Events:
 class GatewayLogs:
     """Warnings and errors from every gateway's log (spdlog, local time), by time."""
 
-    STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\.(\d{3})\] \[(warning|error|critical)\]")
+    STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\.(\d{3})\] "
+                       r"\[(warning|error|critical)\]")
 
     def __init__(self, folder):
         self.lines = []

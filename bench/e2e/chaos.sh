@@ -57,7 +57,8 @@ strategy="${CHAOS_STRATEGY:-least-request}"
 sample_ms="${CHAOS_SAMPLE_MS:-20}"
 poll_ms="${CHAOS_POLL_MS:-200}"
 max_requests="${CHAOS_MAX_REQUESTS:-20000}"
-events_wanted="${CHAOS_EVENTS:-engine-crash,engine-hang,replica-remove,redis-restart,gateway-restart,replica-add}"
+all_events=engine-crash,engine-hang,replica-remove,redis-restart,gateway-restart,replica-add
+events_wanted="${CHAOS_EVENTS:-$all_events}"
 tail_s=10           # no event starts in the last 10 s of load
 gpus=(L20 L20 L20 A100 A100 A100)
 
@@ -133,7 +134,9 @@ cleanup() {
   local status=$?
   trap - EXIT INT TERM
   stop_all
-  if [ -d "$work/logs" ]; then mkdir -p "$out/logs" && cp "$work"/logs/* "$out/logs/" 2>/dev/null || true; fi
+  if [ -d "$work/logs" ]; then
+    mkdir -p "$out/logs" && cp "$work"/logs/* "$out/logs/" 2>/dev/null || true
+  fi
   rm -rf "$work"
   exit "$status"
 }
@@ -227,7 +230,9 @@ start_gateway() {
 ready() {
   local a="127.0.0.1:${admin_ports[$1]}" code
   code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "http://$a/readyz" || true)"
-  [ "$code" = 404 ] && code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "http://$a/healthz" || true)"
+  if [ "$code" = 404 ]; then
+    code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "http://$a/healthz" || true)"
+  fi
   [ "$code" = 200 ]
 }
 wait_ready() {  # wait_ready GATEWAY SECONDS
@@ -243,11 +248,13 @@ lists() {
 cpu_model="$(awk -F': *' '/^model name/ {print $2; exit}' /proc/cpuinfo)"
 {
   echo "command: CHAOS_SECONDS=$seconds CHAOS_SEED=$seed CHAOS_LIMIT=$limit CHAOS_RATE=$rate" \
-       "CHAOS_EVENT_EVERY=$every$([ -n "${CHAOS_EVENTS:-}" ] && echo " CHAOS_EVENTS=$events_wanted")" \
+       "CHAOS_EVENT_EVERY=$every${CHAOS_EVENTS:+ CHAOS_EVENTS=$events_wanted}" \
        "SWITCHYARD=${bin#"$root"/} bash bench/e2e/chaos.sh"
-  echo "machine: nproc=$(nproc), CPU \"$cpu_model\", load average $(cut -d' ' -f1-3 /proc/loadavg)" \
+  echo "machine: nproc=$(nproc), CPU \"$cpu_model\"," \
+       "load average $(cut -d' ' -f1-3 /proc/loadavg)" \
        "at start, $(date -u +%Y-%m-%dT%H:%MZ)"
-  echo "switchyard: $("$bin" --version 2>/dev/null || echo unknown) ($bin)$([ $sanitized = 1 ] && echo ', sanitizer build')"
+  echo "switchyard: $("$bin" --version 2>/dev/null || echo unknown) ($bin)" \
+       "$([ $sanitized = 1 ] && echo 'sanitizer build')"
   echo "fleet: 6 engine processes (llama2-7b: 3 x L20, 3 x A100), 3 gateways (workers: $workers," \
        "$strategy, limits.max_inflight_per_replica: $limit), shared state in redis-server" \
        "$(redis-server --version | awk '{print $3}')"
@@ -263,7 +270,8 @@ start_redis
 for i in 0 1 2 3 4 5; do start_engine "$i"; done
 for g in 0 1 2; do start_gateway "$g"; done
 for g in 0 1 2; do
-  wait_ready "$g" 30 || die "gateway$g not ready after 30 s: $(tail -5 "$work/logs/gateway$g.1.err")"
+  wait_ready "$g" 30 \
+    || die "gateway$g not ready after 30 s: $(tail -5 "$work/logs/gateway$g.1.out")"
   curl -sf --max-time 20 -H 'Content-Type: application/json' \
     -d '{"model":"llama2-7b","max_tokens":1,"messages":[{"role":"user","content":"hi"}]}' \
     "http://127.0.0.1:${client_ports[$g]}/v1/chat/completions" >/dev/null \
@@ -273,7 +281,10 @@ done
 t0="$(awk -v n="$(now)" 'BEGIN { printf "%.3f", n + 1 }')"
 join() { local IFS=,; echo "$*"; }
 clients=(); admins=(); engines=()
-for g in 0 1 2; do clients+=("127.0.0.1:${client_ports[$g]}"); admins+=("127.0.0.1:${admin_ports[$g]}"); done
+for g in 0 1 2; do
+  clients+=("127.0.0.1:${client_ports[$g]}")
+  admins+=("127.0.0.1:${admin_ports[$g]}")
+done
 for i in 0 1 2 3 4 5; do engines+=("127.0.0.1:${engine_ports[$i]}"); done
 python3 "$root/bench/e2e/chaos.py" load --gateways "$(join "${clients[@]}")" \
   --admins "$(join "${admins[@]}")" --engines "$(join "${engines[@]}")" --pid-dir "$work/pids" \
@@ -334,7 +345,8 @@ gateway_restart() {
   t_exit="$(awk -v s="$start" -v n="$(now)" 'BEGIN { printf "%.2f", n - s }')"
   start_gateway "$g"
   if wait_ready "$g" 30; then
-    detail+=" SIGTERM; exited after ${t_exit} s; ready again after $(awk -v s="$start" -v n="$(now)" 'BEGIN { printf "%.2f", n - s }') s"
+    detail+=" SIGTERM; exited after ${t_exit} s; ready again after"
+    detail+=" $(awk -v s="$start" -v n="$(now)" 'BEGIN { printf "%.2f", n - s }') s"
   else
     detail+=" SIGTERM; exited after ${t_exit} s; NOT ready 30 s after its restart"
   fi
@@ -375,15 +387,18 @@ last_start="$(awk -v t="$t0" -v s="$seconds" -v e="$tail_s" 'BEGIN { printf "%.3
 k=0
 while awk -v n="$next" -v l="$last_start" 'BEGIN { exit !(n < l) }'; do
   sleep_until "$next"
-  kill -0 "${pid_of[load]}" 2>/dev/null || die "the load generator stopped: $(tail -5 "$work/logs/load.err")"
+  kill -0 "${pid_of[load]}" 2>/dev/null \
+    || die "the load generator stopped: $(tail -5 "$work/logs/load.err")"
   "${cycle[$(( k % ${#cycle[@]} ))]}"
   k=$(( k + 1 ))
-  next="$(awk -v n="$next" -v e="$every" -v now="$(now)" 'BEGIN { t = n + e; printf "%.3f", (t > now ? t : now) }')"
+  next="$(awk -v n="$next" -v e="$every" -v now="$(now)" \
+    'BEGIN { t = n + e; printf "%.3f", (t > now ? t : now) }')"
 done
 replica_add  # the fleet ends whole
 for name in "${!pid_of[@]}"; do  # a process that died without being told to is a finding
   [ "$name" = load ] && continue
-  kill -0 "${pid_of[$name]}" 2>/dev/null || echo "$name exited on its own before the end" >>"$out/unexpected.txt"
+  kill -0 "${pid_of[$name]}" 2>/dev/null \
+    || echo "$name exited on its own before the end" >>"$out/unexpected.txt"
 done
 wait "${pid_of[load]}" || die "the load generator failed: $(tail -20 "$work/logs/load.err")"
 unset "pid_of[load]"
@@ -393,16 +408,19 @@ mkdir -p "$out/logs" && cp "$work"/logs/* "$out/logs/"
 # Exit statuses at the end (SIGTERM): anything but 0 (or 143, the default for TERM) is a finding.
 awk '$2 == "TERM" && $3 != 0 && $3 != 143 { print $1 " exited with status " $3 " after SIGTERM" }' \
   "$work/exits.txt" >>"$out/unexpected.txt"
-echo "exit statuses after the final SIGTERM: $(awk '$2 == "TERM" { printf "%s%s=%s", sep, $1, $3; sep = " " }' "$work/exits.txt")" | tee -a "$log"
+statuses="$(awk '$2 == "TERM" { printf "%s%s=%s", sep, $1, $3; sep = " " }' "$work/exits.txt")"
+echo "exit statuses after the final SIGTERM: $statuses" | tee -a "$log"
 
 # ---------------------------------------------------------------------------------------------
 # Report.
-grep -H -n -E "ERROR: AddressSanitizer|runtime error:|LeakSanitizer" "$work"/logs/*.err "$work"/logs/*.out \
+grep -H -n -E "ERROR: AddressSanitizer|runtime error:|LeakSanitizer" \
+  "$work"/logs/*.err "$work"/logs/*.out \
   | sed "s|$work/logs/||" >"$out/sanitizer.txt" || true
 names=(); for i in 0 1 2 3 4 5; do names+=("engine$i"); done
 python3 "$root/bench/e2e/chaos.py" report --out "$out" --limit "$limit" \
   --engine-names "$(join "${names[@]}")" --engine-gpus "$(join "${gpus[@]}")" \
-  --warmup "$warmup" --sample-ms "$sample_ms" $([ $sanitized = 1 ] && echo --sanitized) | tee -a "$log"
+  --warmup "$warmup" --sample-ms "$sample_ms" $([ $sanitized = 1 ] && echo --sanitized) \
+  | tee -a "$log"
 echo "load average $(cut -d' ' -f1-3 /proc/loadavg) at the end; logs: $out/logs/" | tee -a "$log"
 
 if command -v gnuplot >/dev/null; then
@@ -416,7 +434,8 @@ types = "engine-crash engine-hang redis-restart gateway-restart replica-remove r
 colors = "black red blue dark-green orange purple"
 events = "$out/events-plot.csv"
 set output "$out/inflight.png"
-set title "Chaos soak: each engine's highest sampled in flight per second (running + waiting), limit $limit; events as marks above"
+set title "Chaos soak: each engine's highest in flight per second (running + waiting),\
+ limit $limit; events as marks above"
 set ylabel "requests in flight on the engine"
 set yrange [0:$limit + 3]
 plot for [i=2:7] "$out/inflight-per-second.csv" using 1:i with steps title columnhead(i), \

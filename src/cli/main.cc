@@ -3,6 +3,8 @@
 
 #include "cli/bench_command.h"
 #include "cli/demo_command.h"
+#include "cli/optimize_command.h"
+#include "cli/profile_command.h"
 #include "core/version.h"
 #include "engine/engine_command.h"
 #include "gateway/gateway.h"
@@ -112,7 +114,15 @@ int main(int argc, char** argv) {
   demo->add_option("--strategies", demo_options.strategies, "routing strategies to compare")
       ->delimiter(',');
 
+  // profile, gen-profile, optimize: the GPU-mix optimizer (docs/optimizer.md).
+  int command_exit = 0;
+  switchyard::cli::addProfileCommands(app, command_exit);
+  switchyard::cli::addOptimizeCommand(app, command_exit);
+
   CLI11_PARSE(app, argc, argv);
+  for (const char* name : {"profile", "gen-profile", "optimize"}) {
+    if (app.got_subcommand(name)) return command_exit;
+  }
   if (demo->parsed()) return switchyard::cli::runDemo(demo_options);
   if (bench->parsed()) return switchyard::cli::runBench(bench_options);
   if (gateway->parsed()) return switchyard::gateway::runGateway(gateway_options);

@@ -21,18 +21,11 @@
 namespace switchyard::testing {
 namespace {
 
-double metricValue(const std::string& page, const std::string& series) {
-  const size_t at = page.find(series);
-  if (at == std::string::npos) return std::nan("");
-  const size_t space = page.find(' ', at + series.size());
-  return std::stod(page.substr(space + 1));
-}
-
 // What the engine itself is working on: running plus waiting (its own metrics).
 double engineInflight(uint16_t engine_port) {
   const HttpResult r = httpRequest(engine_port, "GET", "/metrics", {}, {}, 2s);
-  return metricValue(r.body, "vllm:num_requests_running{") +
-         metricValue(r.body, "vllm:num_requests_waiting{");
+  return metricSample(r.body, "vllm:num_requests_running{") +
+         metricSample(r.body, "vllm:num_requests_waiting{");
 }
 
 bool waitReady(uint16_t admin_port, std::chrono::milliseconds timeout = 15s) {
@@ -282,7 +275,7 @@ TEST(WorkerCountTest, WorkersZeroFollowsTheAffinityMask) {
   const std::vector<uint16_t> ports = pinned.waitForListening(deadlineIn(kStartTimeout));
   ASSERT_EQ(ports.size(), 2u);
   const std::string page = httpRequest(ports[1], "GET", "/metrics").body;
-  EXPECT_EQ(metricValue(page, "\nswitchyard_workers"), 1.0) << page.substr(0, 200);
+  EXPECT_EQ(metricSample(page, "switchyard_workers"), 1.0) << page.substr(0, 200);
   pinned.sendSignal(SIGTERM);
   EXPECT_EQ(pinned.waitExit(deadlineIn(10s)), std::optional<int>(0));
 }
@@ -387,7 +380,7 @@ void expectAbortedWhenClientsLeave(uint16_t client_port, uint16_t engine_port, b
 TEST_F(GatewayWithEngineTest, NonStreamedRequestsOfClientsThatLeaveAreAbortedAtTheEngine) {
   expectAbortedWhenClientsLeave(gateway_->port(0), engine_->port(), false);
   const std::string page = httpRequest(gateway_->port(1), "GET", "/metrics").body;
-  EXPECT_EQ(metricValue(page, "switchyard_client_cancelled_total{model=\"llama2-7b\","
+  EXPECT_EQ(metricSample(page, "switchyard_client_cancelled_total{model=\"llama2-7b\","
                               "stage=\"waiting_first_byte\"}"),
             4.0);
   const std::string decisions = httpRequest(gateway_->port(1), "GET", "/debug/decisions").body;
@@ -397,7 +390,7 @@ TEST_F(GatewayWithEngineTest, NonStreamedRequestsOfClientsThatLeaveAreAbortedAtT
 TEST_F(GatewayWithEngineTest, StreamedRequestsOfClientsThatLeaveAreAbortedAtTheEngine) {
   expectAbortedWhenClientsLeave(gateway_->port(0), engine_->port(), true);
   const std::string page = httpRequest(gateway_->port(1), "GET", "/metrics").body;
-  EXPECT_EQ(metricValue(page, "switchyard_client_cancelled_total{model=\"llama2-7b\","
+  EXPECT_EQ(metricSample(page, "switchyard_client_cancelled_total{model=\"llama2-7b\","
                               "stage=\"streaming\"}"),
             4.0);
 }
