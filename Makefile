@@ -2,7 +2,7 @@
 JOBS ?= $(shell nproc)
 
 .PHONY: deps build build-debug test test-release test-debug tsan demo bench bench-faults \
-	bench-hetero bench-stampede clean
+	bench-hetero bench-stampede bench-control-plane clean
 
 deps:
 	bash scripts/install-deps.sh
@@ -48,6 +48,13 @@ bench-hetero: build
 # CSV and PNG in build/bench-stampede/. STAMPEDE_* knobs: see bench/e2e/stampede.sh.
 bench-stampede: build
 	bash bench/e2e/stampede.sh
+
+# The control plane at 256 / 1,024 / 4,096 emulated replicas, 1 and 3 gateways on Redis, idle and
+# light load: CPU, scrape rates, Redis cost, signal age, RSS, reload time. CSV, table and PNGs in
+# build/bench-control-plane/. BASELINE=/path/to/older/switchyard adds the before runs (about
+# 12 min then); CP_* knobs: see bench/e2e/control_plane.sh.
+bench-control-plane: build
+	bash bench/e2e/control_plane.sh
 
 clean:
 	rm -rf build
