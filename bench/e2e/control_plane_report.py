@@ -13,7 +13,7 @@ FIGURES = [
     ("gateway_cpu_cores", "gateway CPU per gateway (cores)", "%.3f"),
     ("engine_scrapes_per_s", "scrapes/s the engines served", "%.0f"),
     ("gateway_scrapes_per_s", "scrapes/s the gateways made (sum)", "%.0f"),
-    ("engine_cpu_cores", "engine processes' CPU (cores)", "%.3f"),
+    ("engine_cpu_cores", "engine processes CPU (cores)", "%.3f"),
     ("redis_cpu_cores", "Redis CPU (cores)", "%.4f"),
     ("redis_bytes_per_s", "Redis bytes/s (in + out)", "%.0f"),
     ("signal_age_p99_ms", "signal age p99 (ms, worst gateway)", "%.0f"),

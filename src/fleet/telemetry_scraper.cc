@@ -234,6 +234,12 @@ void TelemetryScraper::complete(Target& target, int status, std::string_view bod
   target.in_flight = false;
   const TimeNs now = clock_.now();
   ++scrapes_total_;
+  size_t bucket = 0;
+  while (bucket + 1 < latency_buckets_.size() &&
+         now - target.started_at >= (TimeNs{1} << bucket) * kNsPerMs) {
+    ++bucket;
+  }
+  ++latency_buckets_[bucket];
   const bool ok = status == 200;
   EngineSignals signals;
   if (ok) {
@@ -282,6 +288,19 @@ void TelemetryScraper::sampleAges(TimeNs now) {
                          ? std::numeric_limits<double>::infinity()
                          : static_cast<double>(p99) / kNsPerSec;
   fresh_fraction_ = static_cast<double>(fresh) / static_cast<double>(age_scratch_.size());
+  uint64_t total = 0;
+  for (const uint64_t n : latency_buckets_) total += n;
+  if (total > 0) {
+    uint64_t seen = 0;
+    for (size_t b = 0; b < latency_buckets_.size(); ++b) {
+      seen += latency_buckets_[b];
+      if (static_cast<double>(seen) >= 0.99 * static_cast<double>(total)) {
+        latency_p99_seconds_ = static_cast<double>(TimeNs{1} << b) / 1000.0;
+        break;
+      }
+    }
+    latency_buckets_.fill(0);
+  }
 }
 
 }  // namespace switchyard::fleet

@@ -20,6 +20,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <array>
 #include <limits>
 #include <memory>
 #include <string>
@@ -86,6 +87,9 @@ class TelemetryScraper {
   double signalAgeP99Seconds() const { return age_p99_seconds_; }
   // Fraction of replicas whose signals were fresh (within three intervals) at the last sample.
   double freshFraction() const { return fresh_fraction_; }
+  // p99 of this gateway's scrape latencies (start to parsed) over the last second, in seconds,
+  // to the next power of two of a millisecond: when signals age, is it the engines' answer?
+  double scrapeLatencyP99Seconds() const { return latency_p99_seconds_; }
 
  private:
   struct Target;
@@ -133,6 +137,8 @@ class TelemetryScraper {
   std::vector<TimeNs> age_scratch_;
   double age_p99_seconds_ = std::numeric_limits<double>::quiet_NaN();
   double fresh_fraction_ = 0;
+  std::array<uint64_t, 16> latency_buckets_{};  // bucket b: latency below 2^b ms
+  double latency_p99_seconds_ = std::numeric_limits<double>::quiet_NaN();
 
   uint64_t scrapes_total_ = 0;
   uint64_t scrape_failures_total_ = 0;

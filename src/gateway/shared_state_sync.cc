@@ -130,6 +130,13 @@ std::vector<state::ReplicaReport> GatewayStateSync::buildReports(
       const auto last = published_.find(entry.state.get());
       const bool unchanged = last != published_.end() && last->second == now_values;
       if (!full && !reconcile && unchanged) continue;
+      // A replica this gateway never counted anything on has nothing to tell, not even in a full
+      // publish: an idle fleet of thousands then costs heartbeats only, and readers of changes
+      // never walk it.
+      if (!reconcile && now_values == Published{} &&
+          (last == published_.end() || last->second == Published{})) {
+        continue;
+      }
       state::ReplicaReport r;
       r.model = model.name;
       r.replica = entry.state->name();

@@ -41,6 +41,10 @@ void appendTelemetryMetrics(std::string& out, const fleet::TelemetryScraper& scr
          "99th percentile over replicas of the age of their last good signal (sampled each "
          "second; +Inf while some replica was never read).",
          scraper.signalAgeP99Seconds());
+  family(out, "switchyard_telemetry_scrape_latency_p99_seconds", "gauge",
+         "99th percentile of this gateway's scrape latencies over the last second (upper bound: "
+         "a power of two of a millisecond).",
+         scraper.scrapeLatencyP99Seconds());
   family(out, "switchyard_telemetry_fresh_ratio", "gauge",
          "Share of replicas whose signals are usable (read within three intervals).",
          scraper.freshFraction());
