@@ -11,8 +11,9 @@ namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 
 namespace {
-// The first read's size; the buffer grows (doubling) only when a page does not fit.
-constexpr size_t kInitialBuffer = 16 * 1024;
+// The first read's size; then the buffer grows to the announced length of a page (or doubles for
+// a chunked one) and keeps that size for the next scrapes.
+constexpr size_t kInitialBuffer = 4 * 1024;
 constexpr size_t kMaxHeadBytes = 16 * 1024;
 }  // namespace
 
@@ -90,7 +91,7 @@ void ScrapeConnection::write() {
 }
 
 void ScrapeConnection::read() {
-  if (buffer_.size() - filled_ < 4096) {
+  if (filled_ == buffer_.size()) {
     if (buffer_.size() >= body_limit_ + kMaxHeadBytes) return fail(false);
     buffer_.resize(std::max(kInitialBuffer, buffer_.size() * 2));
   }
@@ -141,7 +142,11 @@ void ScrapeConnection::onRead(size_t n) {
   }
   const auto length = static_cast<size_t>(head.content_length);
   if (length > body_limit_) return fail(false);
-  if (have < length) return read();
+  if (have < length) {
+    // Room for exactly this page: the buffer then stays at the size of the replica's pages.
+    if (buffer_.size() < head.head_bytes + length) buffer_.resize(head.head_bytes + length);
+    return read();
+  }
   if (have != length) head.keep_alive = false;
   if (!head.keep_alive) {
     boost::system::error_code ignored;
