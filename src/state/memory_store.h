@@ -10,6 +10,7 @@
 #pragma once
 
 #include <array>
+#include <deque>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -47,7 +48,11 @@ class MemoryStore {
                TimeNs liveness_ttl, TimeNs now);
   std::vector<ReplicaGlobalView> read(std::span<const ReplicaReport> replicas,
                                       std::string_view gateway, TimeNs now);
+  std::vector<ModelChanges> readChanges(std::span<const ChangeQuery> queries,
+                                        std::string_view gateway, TimeNs now);
   void retire(std::span<const ReplicaReport> replicas, std::string_view gateway);
+  SignalExchange exchangeSignals(std::string_view payload, std::string_view cursor,
+                                 std::string_view gateway, TimeNs liveness_ttl, TimeNs now);
 
   // How long a gateway's token counters outlive its last publish (as the Redis keys do).
   static constexpr TimeNs kTokenRetention = 3600 * kNsPerSec;
@@ -58,6 +63,8 @@ class MemoryStore {
   Stripe& stripeFor(std::string_view key);
 
   std::array<std::unique_ptr<Stripe>, kStripes> stripes_;
+  struct Telemetry;
+  std::unique_ptr<Telemetry> telemetry_;  // fleet-wide, behind its own mutex
 };
 
 }  // namespace switchyard::state
