@@ -38,11 +38,13 @@ std::string tempPath(const std::string& name) {
 }
 
 // Starts `switchyard ARGS…` and waits for its `listening` line; nullptr if it did not come.
+// A gateway with SLO routing computes its emulated profiles first: allow it `timeout`.
 std::unique_ptr<ChildProcess> start(const std::string& self, std::vector<std::string> args,
-                                    std::vector<uint16_t>& ports) {
+                                    std::vector<uint16_t>& ports,
+                                    std::chrono::seconds timeout = 10s) {
   args.insert(args.begin(), self);
   auto child = std::make_unique<ChildProcess>(std::move(args));
-  ports = child->waitForListening(deadlineIn(10s));
+  ports = child->waitForListening(deadlineIn(timeout));
   return child;
 }
 
@@ -262,7 +264,7 @@ std::optional<StrategyResult> runStrategy(const std::string& self, const DemoOpt
            << replicas;
   }
   std::vector<uint16_t> gateway_ports;
-  auto gateway = start(self, {"gateway", "--config", config_path}, gateway_ports);
+  auto gateway = start(self, {"gateway", "--config", config_path}, gateway_ports, 120s);
   std::filesystem::remove(config_path);
   if (gateway_ports.size() != 2) {
     std::fprintf(stderr, "demo: the gateway did not start\n");
@@ -514,9 +516,11 @@ int runDemo(const DemoOptions& options) {
     std::printf("%s%s", i ? ", " : "", options.gpus[i].c_str());
   }
   std::printf("), machine: %u CPUs\nmix:", std::thread::hardware_concurrency());
+  double total_weight = 0;
+  for (const auto& c : mix) total_weight += c.weight;
   for (const auto& c : mix) {
     std::printf(" %s %.0f%% (prompt %d-%d words, %d-%d output tokens)", c.name.c_str(),
-                100 * c.weight, c.prompt_words_min, c.prompt_words_max, c.max_tokens_min,
+                100 * c.weight / total_weight, c.prompt_words_min, c.prompt_words_max, c.max_tokens_min,
                 c.max_tokens_max);
   }
   std::printf("\n\n1. capacity: one replica per GPU type alone, %d closed-loop clients started over "

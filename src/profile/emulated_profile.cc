@@ -62,13 +62,26 @@ EmulatedSweepOptions defaultEmulatedSweep(const Slo& slo, uint64_t seed) {
   return options;
 }
 
+EmulatedSweepOptions routingEmulatedSweep(const Slo& slo, uint64_t seed) {
+  EmulatedSweepOptions options = defaultEmulatedSweep(slo, seed);
+  options.prompts = {32, 128, 512, 2048, 4096, 8192};
+  options.outputs = {16, 64, 256, 1024};
+  options.sweep.max_requests = 800;
+  options.sweep.refine = 1;
+  return options;
+}
+
 GpuProfile emulatedGpuProfile(const engine::PerfConfig& config, const Slo& slo, uint64_t seed) {
+  return emulatedGpuProfile(config, slo, routingEmulatedSweep(slo, seed));
+}
+
+GpuProfile emulatedGpuProfile(const engine::PerfConfig& config, const Slo& slo,
+                              const EmulatedSweepOptions& options) {
   ProfileLabels labels;
   labels.gpu = config.gpu;
   labels.deployment = config.gpu;
   labels.model = config.model;
-  GpuProfile built = buildProfile(sweepEmulated(config, defaultEmulatedSweep(slo, seed)), labels,
-                                  slo);
+  GpuProfile built = buildProfile(sweepEmulated(config, options), labels, slo);
   built.index();
   return built;
 }

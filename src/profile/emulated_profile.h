@@ -36,9 +36,17 @@ RawMeasurements sweepEmulated(const engine::PerfConfig& config,
 // than an HTTP sweep (virtual time is cheap), stopping each cell's ladder once `slo` breaks.
 EmulatedSweepOptions defaultEmulatedSweep(const Slo& slo, uint64_t seed = 1);
 
-// A whole profile of the engine model on `config`'s GPU at `slo` (the default sweep): what SLO
-// routing uses for `profiles: { GPU: emulated }`. About a second per GPU type; start-up only.
+// The sweep SLO routing runs at config load for `profiles: { GPU: emulated }`: a coarser grid
+// (prompts 32…8192 and outputs 16…1024 by factors of 4, plus 4096-token prompts) and one
+// refinement, about a third of the default's time; its rates stay within ~10 % of the default's
+// on the cells both measure (bilinear log2 interpolation fills the rest).
+EmulatedSweepOptions routingEmulatedSweep(const Slo& slo, uint64_t seed = 1);
+
+// A whole profile of the engine model on `config`'s GPU at `slo` from `options` (default: the
+// routing sweep). Start-up only: one to a few seconds per GPU type.
 GpuProfile emulatedGpuProfile(const engine::PerfConfig& config, const Slo& slo,
                               uint64_t seed = 1);
+GpuProfile emulatedGpuProfile(const engine::PerfConfig& config, const Slo& slo,
+                              const EmulatedSweepOptions& options);
 
 }  // namespace switchyard::profile

@@ -35,9 +35,10 @@ inline std::string chatBody(std::string_view model, int max_tokens, bool stream 
 // One running `switchyard` process (engine or gateway) that must exit cleanly on SIGTERM.
 class Process {
  public:
-  explicit Process(std::vector<std::string> args) {
+  explicit Process(std::vector<std::string> args,
+                   std::chrono::milliseconds start_timeout = kStartTimeout) {
     process_ = spawnSwitchyard(std::move(args));
-    ports_ = process_->waitForListening(deadlineIn(kStartTimeout));
+    ports_ = process_->waitForListening(deadlineIn(start_timeout));
   }
   ~Process() {
     if (stopped_) return;

@@ -32,7 +32,8 @@ class SloRoutingGatewayTest : public ::testing::Test {
             replicaLine(a10_->port(), "A10") + replicaLine(l20_->port(), "L20"),
         ".yaml");
     gateway_ =
-        std::make_unique<Process>(std::vector<std::string>{"gateway", "--config", config_->path()});
+        std::make_unique<Process>(std::vector<std::string>{"gateway", "--config", config_->path()},
+                                  60s);  // emulated profiles first: seconds on a busy machine
     ASSERT_NE(gateway_->port(1), 0);
   }
   HttpResult chat(const std::string& body, Headers headers = kJson) {
