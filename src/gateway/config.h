@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "core/config_error.h"
 #include "fleet/fleet_registry.h"
 #include "health/replica_health.h"
 #include "gateway/shared_state_config.h"
@@ -27,9 +28,7 @@
 
 namespace switchyard::gateway {
 
-struct ConfigError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+using ConfigError = switchyard::ConfigError;
 
 struct TimeoutsConfig {
   TimeNs client_header = 30 * kNsPerSec;      // reading a request's headers and body
