@@ -56,6 +56,12 @@ int main(int argc, char** argv) {
                          "Initial faults as JSON, as for POST /admin/faults");
   engine_cmd->add_flag("--no-prefix-caching", engine_options->no_prefix_caching,
                        "Disable prefix caching");
+  engine_cmd->add_option("--num-scheduler-steps", engine_options->num_scheduler_steps,
+                         "Decode steps per scheduling decision (vLLM multi-step scheduling)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  engine_cmd->add_flag("--no-chunked-prefill", engine_options->no_chunked_prefill,
+                       "Prefill whole prompts in prefill-only steps (vLLM V0's scheduler)");
   engine_cmd->add_flag("--profile-table", engine_options->profile_table,
                        "Print predicted tokens/s per GPU for --model and exit");
   engine_cmd->add_option("--table-prompt-tokens", engine_options->table_prompt_tokens)
