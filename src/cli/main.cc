@@ -3,6 +3,7 @@
 
 #include "cli/bench_command.h"
 #include "cli/demo_command.h"
+#include "cli/simulate_command.h"
 #include "core/version.h"
 #include "engine/engine_command.h"
 #include "gateway/gateway.h"
@@ -118,7 +119,31 @@ int main(int argc, char** argv) {
   demo->add_option("--strategies", demo_options.strategies, "routing strategies to compare")
       ->delimiter(',');
 
+  // simulate: the fleet simulator (src/cli/simulate_command.h, docs/simulation.md).
+  switchyard::cli::SimulateOptions simulate_options;
+  CLI::App* simulate =
+      app.add_subcommand("simulate", "Simulate a fleet and its gateways on a virtual clock");
+  simulate->add_option("--scenario", simulate_options.scenario_path, "scenario YAML file")
+      ->required()
+      ->check(CLI::ExistingFile);
+  simulate->add_option("-o,--out", simulate_options.out_dir,
+                       "directory for the summary, CSV series and PNG plots");
+  simulate->add_option("--summary-json", simulate_options.summary_json,
+                       "write the run's figures as JSON");
+  simulate->add_option("--strategies", simulate_options.strategies,
+                       "strategies to run (replaces the scenario's list)")
+      ->delimiter(',');
+  simulate->add_option("--scale", simulate_options.scale,
+                       "multiply the fleet, replica events and the open-loop rate")
+      ->capture_default_str();
+  simulate->add_option("--duration", simulate_options.duration_s,
+                       "seconds of arrivals (replaces duration_s)");
+  simulate->add_flag("!--no-progress", simulate_options.progress, "no progress bar");
+  simulate->add_flag("!--no-routing-timer", simulate_options.time_routing,
+                     "do not measure routing CPU per decision");
+
   CLI11_PARSE(app, argc, argv);
+  if (simulate->parsed()) return switchyard::cli::runSimulate(simulate_options);
   if (demo->parsed()) return switchyard::cli::runDemo(demo_options);
   if (bench->parsed()) return switchyard::cli::runBench(bench_options);
   if (gateway->parsed()) return switchyard::gateway::runGateway(gateway_options);
