@@ -20,17 +20,23 @@ BatchingModel::BatchingModel(PerfConfig config) : config_(std::move(config)) {
         fmt::format("invalid performance config for {} on {}", config_.model, config_.gpu));
   }
   free_blocks_ = config_.kv_blocks;
+  step_overhead_ns_ = config_.step_overhead_ns;
+  seq_overhead_ns_ = config_.seq_overhead_ns;
+  compute_ns_per_token_ =
+      2.0 * config_.params / (config_.peak_flops * config_.compute_efficiency) * 1e9;
+  const double bandwidth = config_.bandwidth_bytes_per_s * config_.bandwidth_efficiency;
+  memory_ns_base_ = config_.weight_bytes / bandwidth * 1e9;
+  memory_ns_per_context_token_ = config_.kv_bytes_per_token / bandwidth * 1e9;
 }
 
 TimeNs BatchingModel::stepDurationNs(int64_t batched_tokens, int64_t context_tokens,
                                      int64_t sequences) const {
-  const double compute_s = 2.0 * config_.params * static_cast<double>(batched_tokens) /
-                           (config_.peak_flops * config_.compute_efficiency);
-  const double memory_s =
-      (config_.weight_bytes + static_cast<double>(context_tokens) * config_.kv_bytes_per_token) /
-      (config_.bandwidth_bytes_per_s * config_.bandwidth_efficiency);
-  const double step_ns = std::max(compute_s, memory_s) * 1e9 + config_.step_overhead_ns +
-                        static_cast<double>(sequences * config_.seq_overhead_ns);
+  // The roofline, with its coefficients resolved at construction (header comment).
+  const double compute_ns = compute_ns_per_token_ * static_cast<double>(batched_tokens);
+  const double memory_ns =
+      memory_ns_base_ + memory_ns_per_context_token_ * static_cast<double>(context_tokens);
+  const double step_ns = std::max(compute_ns, memory_ns) + static_cast<double>(step_overhead_ns_) +
+                         static_cast<double>(sequences * seq_overhead_ns_);
   return std::max<TimeNs>(1, std::llround(step_ns * slowdown_));
 }
 
@@ -41,6 +47,7 @@ TimeNs BatchingModel::prefillOnlyNs(int tokens) const {
 void BatchingModel::setSlowdown(double factor) {
   // Applies from the next step on; the step in flight was already launched.
   slowdown_ = factor > 0 && std::isfinite(factor) ? factor : 1;
+  lookahead_at_ = -1;
 }
 
 void BatchingModel::submit(const ModelRequest& request, TimeNs now) {
@@ -54,37 +61,48 @@ void BatchingModel::submit(const ModelRequest& request, TimeNs now) {
   if (config_.prefix_caching) seq.block_hashes = request.block_hashes;
   seq.arrival = now;
   seq.ready = now + config_.request_overhead_ns;
+  lookahead_at_ = -1;
   auto [it, inserted] = seqs_.emplace(request.id, std::move(seq));
   if (!inserted) return;  // duplicate id: the driver's bug; keep the first
   if (config_.request_overhead_ns > 0) {
     pending_.push_back(&it->second);  // startStep() moves it on once it is ready
     return;
   }
-  if (lazy_ && !in_step_) materialize();
   waiting_.push_back(&it->second);
   if (!in_step_) startStep(now);
 }
 
 TimeNs BatchingModel::nextEventTime() const {
-  if (in_step_) return step_end_;
-  return pending_.empty() ? -1 : pending_.front()->ready;
+  if (!in_step_) return pending_.empty() ? -1 : pending_.front()->ready;
+  // With milestones, a run of group-only steps (nothing else running, waiting or about to be)
+  // reports nothing until a member finishes or a KV shortage changes the schedule: the end of
+  // that step, found by pricing the steps ahead exactly as startStep() would.
+  if (!group_in_step_ || !step_.empty() || !waiting_.empty() || !pending_.empty()) {
+    return step_end_;
+  }
+  if (lookahead_at_ >= 0) return lookahead_at_;
+  const int64_t bs = config_.block_size;
+  const int64_t top = next_finish_at_;
+  int64_t free = free_blocks_ + evictable_blocks_;
+  TimeNs end = step_end_;
+  constexpr int64_t kHorizon = 4096;  // steps priced at most per call
+  for (int64_t step = group_steps_ + 1; step < top && step - group_steps_ < kHorizon; ++step) {
+    const int32_t due = dueAt(step % bs);
+    if (due > free) break;  // a preemption: the step-by-step path decides that step
+    free -= due;
+    end += stepDurationNs(group_size_, group_sum_ + group_size_ * (step + 1), group_size_);
+  }
+  lookahead_at_ = end;
+  return end;
 }
 
 void BatchingModel::cancel(RequestId id, TimeNs /*now*/) {
   auto it = seqs_.find(id);
   if (it == seqs_.end()) return;
+  lookahead_at_ = -1;
   Seq* seq = &it->second;
-  if (lazy_ && std::find(running_.begin(), running_.end(), seq) != running_.end()) {
-    // Bring this one request up to date (the plain step in flight has its block already) and
-    // take it out of the lazy sums; the others stay lazy.
-    const int64_t k = plain_steps_ - lazy_base_;
-    const int64_t held = (seq->num_computed + k + (step_plain_ ? 1 : 0) + config_.block_size - 1) /
-                         config_.block_size;
-    --block_due_[static_cast<size_t>(blockDue(*seq))];
-    lazy_context_ -= seq->num_computed;
-    seq->private_blocks = static_cast<int>(
-        std::max<int64_t>(held, seq->blocksHeld()) - static_cast<int64_t>(seq->shared.size()));
-  }
+  if (seq->lazy) leave(*seq, group_in_step_);  // the others stay in the group
+  eager_.erase(std::remove(eager_.begin(), eager_.end(), seq), eager_.end());
   std::replace(step_.begin(), step_.end(), seq, static_cast<Seq*>(nullptr));
   running_.erase(std::remove(running_.begin(), running_.end(), seq), running_.end());
   waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), seq), waiting_.end());
@@ -94,6 +112,7 @@ void BatchingModel::cancel(RequestId id, TimeNs /*now*/) {
 }
 
 void BatchingModel::advance(TimeNs now, std::vector<TokenEvent>& events) {
+  if (lookahead_at_ >= 0 && lookahead_at_ <= now) lookahead_at_ = -1;  // reached: price anew
   for (;;) {
     if (in_step_) {
       if (step_end_ > now) return;
@@ -239,7 +258,9 @@ bool BatchingModel::admitWaiting(TimeNs at, StepPlan& plan, int& budget, bool wh
   prefix_queries_ += seq->numTokens();
   prefix_hits_ += cached_tokens;
   waiting_.pop_front();
+  seq->order = next_order_++;
   running_.push_back(seq);
+  if (groupEnabled()) eager_.push_back(seq);
   schedule(seq, tokens, at, plan, budget);
   return true;
 }
@@ -260,7 +281,7 @@ void BatchingModel::scheduleSeparate(TimeNs at, StepPlan& plan) {
   while (!waiting_.empty() && static_cast<int>(running_.size()) < config_.max_num_seqs &&
          admitWaiting(at, plan, budget, true)) {
   }
-  if (!step_.empty()) return;  // a prefill step: the running requests wait for it
+  if (!step_.empty()) return;                // a prefill step: the running requests wait for it
   budget = std::numeric_limits<int>::max();  // decodes are one token each, never chunked
   scheduleRunningDecodes(at, plan, budget);
 }
@@ -293,23 +314,25 @@ TimeNs BatchingModel::extendDecodes(const StepPlan& plan) {
 
 void BatchingModel::startStep(TimeNs at) {
   in_step_ = false;
-  step_plain_ = false;
+  group_in_step_ = false;
   step_.clear();
   step_decode_steps_ = 1;
   while (!pending_.empty() && pending_.front()->ready <= at) {
     waiting_.push_back(pending_.front());
     pending_.pop_front();
   }
-  if (startPlainStep(at)) return;
-  if (lazy_) materialize();
   StepPlan plan;
-  if (config_.chunked_prefill) {
-    scheduleChunked(at, plan);
-  } else {
-    scheduleSeparate(at, plan);
+  if (group_size_ == 0 || !planWithGroup(at, plan)) {
+    leaveAll();  // order matters this step: request by request
+    if (config_.chunked_prefill) {
+      scheduleChunked(at, plan);
+    } else {
+      scheduleSeparate(at, plan);
+    }
   }
-  if (step_.empty()) return;
-  const auto seqs = static_cast<int64_t>(step_.size());
+  if (!group_in_step_ || !step_.empty()) lookahead_at_ = -1;
+  if (step_.empty() && !group_in_step_) return;
+  const auto seqs = static_cast<int64_t>(step_.size()) + (group_in_step_ ? group_size_ : 0);
   TimeNs duration = stepDurationNs(plan.batched, plan.context, seqs);
   if (config_.num_scheduler_steps > 1 && !plan.prefill) duration += extendDecodes(plan);
   in_step_ = true;
@@ -318,101 +341,100 @@ void BatchingModel::startStep(TimeNs at) {
 }
 
 void BatchingModel::setDetail(Detail detail, bool lazy) {
-  if (lazy_) materialize();
+  leaveAll();
   detail_ = detail;
   lazy_enabled_ = lazy && detail == Detail::kMilestones;
 }
 
-int BatchingModel::blockDue(const Seq& seq) const {
-  // Before plain step p (plain_steps_ == p) a lazy request has computed c + (p - base) tokens and
-  // needs a new block when that count is a multiple of the block size.
-  const int64_t bs = config_.block_size;
-  return static_cast<int>(((lazy_base_ - seq.num_computed) % bs + bs) % bs);
+bool BatchingModel::groupEnabled() const {
+  return lazy_enabled_ && config_.num_scheduler_steps == 1 && config_.chunked_prefill;
 }
 
-bool BatchingModel::lazify() {
+size_t BatchingModel::dueSlot(const Seq& seq) const {
+  // At the start of group step p a member has computed num_computed + (p - lazy_base) tokens
+  // and needs a new block when that count is a multiple of the block size.
   const int64_t bs = config_.block_size;
-  for (const Seq* seq : running_) {
-    // Decoding, holding exactly the blocks of its computed tokens (what the step-by-step path
-    // leaves), or it is not a plain request.
-    if (seq->numTokens() - seq->num_computed != 1 ||
-        seq->blocksHeld() != (seq->num_computed + bs - 1) / bs) {
-      return false;
-    }
-  }
-  lazy_base_ = plain_steps_;
-  lazy_context_ = 0;
-  block_due_.assign(static_cast<size_t>(bs), 0);
-  int64_t first_finish = std::numeric_limits<int64_t>::max();
-  for (const Seq* seq : running_) {
-    lazy_context_ += seq->num_computed;
-    ++block_due_[static_cast<size_t>(blockDue(*seq))];
-    first_finish = std::min<int64_t>(first_finish, seq->max_tokens - seq->produced);
-  }
-  lazy_finish_ = lazy_base_ + first_finish;
-  lazy_ = true;
-  return true;
+  return static_cast<size_t>(((seq.lazy_base - seq.num_computed) % bs + bs) % bs);
 }
 
-void BatchingModel::materialize() {
-  const int64_t k = plain_steps_ - lazy_base_;
+void BatchingModel::join(Seq& seq) {
   const int64_t bs = config_.block_size;
-  lazy_ = false;
-  if (k == 0) return;
+  // Decoding and holding exactly the blocks of its computed tokens (what step-by-step leaves).
+  if (seq.lazy || seq.numTokens() - seq.num_computed != 1 ||
+      seq.blocksHeld() != (seq.num_computed + bs - 1) / bs) {
+    return;
+  }
+  if (bs > static_cast<int64_t>(due_inline_.size()) && block_due_.empty()) {
+    block_due_.assign(static_cast<size_t>(bs), 0);
+  }
+  seq.lazy = true;
+  seq.lazy_base = group_steps_;
+  seq.lazy_tag = ++next_tag_;
+  ++group_size_;
+  group_sum_ += seq.num_computed - seq.lazy_base;
+  ++dueAt(dueSlot(seq));
+  finish_heap_.push_back({seq.lazy_base + (seq.max_tokens - seq.produced), seq.id, seq.lazy_tag});
+  std::push_heap(finish_heap_.begin(), finish_heap_.end(), std::greater<>());
+  next_finish_at_ = finish_heap_.front().at;
+}
+
+void BatchingModel::leave(Seq& seq, bool step_in_flight) {
+  // Bring the member up to date; during a group step in flight its block for that step is
+  // already taken.
+  const int64_t bs = config_.block_size;
+  const int64_t k = group_steps_ - seq.lazy_base;
+  --dueAt(dueSlot(seq));
+  group_sum_ -= seq.num_computed - seq.lazy_base;
+  --group_size_;
+  seq.lazy = false;
+  seq.num_computed += static_cast<int>(k);
+  seq.produced += static_cast<int>(k);
+  const int64_t held = (seq.num_computed + (step_in_flight ? 1 : 0) + bs - 1) / bs;
+  seq.private_blocks = static_cast<int>(held - static_cast<int64_t>(seq.shared.size()));
+  if (k > 0) seq.last_token = group_last_end_;
+}
+
+void BatchingModel::leaveAll() {
+  if (group_size_ == 0) return;
   for (Seq* seq : running_) {
-    seq->num_computed += static_cast<int>(k);
-    seq->produced += static_cast<int>(k);
-    const int64_t held = (seq->num_computed + bs - 1) / bs;
-    seq->private_blocks = static_cast<int>(held - static_cast<int64_t>(seq->shared.size()));
-    seq->last_token = lazy_last_end_;
+    if (seq->lazy) leave(*seq, false);
   }
+  finish_heap_.clear();
+  next_finish_at_ = std::numeric_limits<int64_t>::max();
+  eager_ = running_;
 }
 
-bool BatchingModel::startPlainStep(TimeNs at) {
-  if (!lazy_enabled_ || config_.num_scheduler_steps != 1 || !config_.chunked_prefill ||
-      running_.empty() || !waiting_.empty() ||
-      static_cast<int64_t>(running_.size()) > config_.max_num_batched_tokens) {
-    return false;
+bool BatchingModel::planWithGroup(TimeNs at, StepPlan& plan) {
+  // Everyone's request must fit: the budget (then the order of the running requests does not
+  // decide who is served) and the free KV blocks (then nobody is preempted).
+  const int64_t bs = config_.block_size;
+  int64_t eager_tokens = 0;
+  int64_t eager_blocks = 0;
+  for (const Seq* seq : eager_) {
+    const int64_t tokens = seq->numTokens() - seq->num_computed;
+    eager_tokens += tokens;
+    eager_blocks +=
+        std::max<int64_t>(0, (seq->num_computed + tokens + bs - 1) / bs - seq->blocksHeld());
   }
-  if (!lazy_ && !lazify()) return false;
-  const int32_t needed = block_due_[static_cast<size_t>(plain_steps_ % config_.block_size)];
-  if (!takeBlocks(needed)) return false;  // a preemption is due: the step-by-step path
-  const auto n = static_cast<int64_t>(running_.size());
-  const int64_t context = lazy_context_ + n * (plain_steps_ - lazy_base_) + n;
-  step_plain_ = true;
-  in_step_ = true;
-  step_start_ = at;
-  step_end_ = at + stepDurationNs(n, context, n);
+  int budget = config_.max_num_batched_tokens;
+  if (eager_tokens + group_size_ > budget) return false;
+  const int32_t due = dueAt(group_steps_ % bs);
+  if (due + eager_blocks > free_blocks_ + evictable_blocks_) return false;
+  takeBlocks(due);
+  for (Seq* seq : eager_) {
+    const int tokens = seq->numTokens() - seq->num_computed;
+    allocate(*seq, tokens);  // cannot fail: counted above
+    schedule(seq, tokens, at, plan, budget);
+  }
+  group_in_step_ = true;
+  budget -= static_cast<int>(group_size_);
+  plan.batched += group_size_;
+  plan.context += group_sum_ + group_size_ * (group_steps_ + 1);
+  while (budget > 0 && !waiting_.empty() &&
+         static_cast<int>(running_.size()) < config_.max_num_seqs &&
+         admitWaiting(at, plan, budget, false)) {
+  }
   return true;
-}
-
-void BatchingModel::finishPlainStep(std::vector<TokenEvent>& events) {
-  in_step_ = false;
-  step_plain_ = false;
-  busy_seconds_ += static_cast<double>(step_end_ - step_start_) / 1e9;
-  ++plain_steps_;
-  generated_ += static_cast<int64_t>(running_.size());
-  lazy_last_end_ = step_end_;
-  if (plain_steps_ < lazy_finish_) return;
-  // Someone may have produced its last token: bring everyone up to date and finish them.
-  materialize();
-  bool any_done = false;
-  for (Seq* seq : running_) {
-    if (seq->produced < seq->max_tokens) continue;
-    emit(*seq, true, step_start_, events);
-    release(*seq);
-    seq->done = true;
-    any_done = true;
-  }
-  if (!any_done) return;
-  done_.clear();
-  for (const Seq* seq : running_) {
-    if (seq->done) done_.push_back(seq->id);
-  }
-  running_.erase(
-      std::remove_if(running_.begin(), running_.end(), [](const Seq* s) { return s->done; }),
-      running_.end());
-  for (RequestId id : done_) seqs_.erase(id);
 }
 
 void BatchingModel::emit(Seq& seq, bool finished, TimeNs previous_token,
@@ -432,23 +454,49 @@ void BatchingModel::emit(Seq& seq, bool finished, TimeNs previous_token,
 }
 
 void BatchingModel::finishStep(std::vector<TokenEvent>& events) {
-  if (step_plain_) {
-    finishPlainStep(events);
-    return;
-  }
   in_step_ = false;
   busy_seconds_ += static_cast<double>(step_end_ - step_start_) / 1e9;
   bool any_done = false;
+  // The group's members whose last token came with this step (the heap finds them; stale
+  // entries are skipped), brought up to date, in admission order.
+  finishing_.clear();
+  const bool group_step = group_in_step_;
+  if (group_in_step_) {
+    group_in_step_ = false;
+    ++group_steps_;
+    generated_ += group_size_;
+    group_last_end_ = step_end_;
+    while (next_finish_at_ <= group_steps_) {
+      const FinishEntry entry = finish_heap_.front();
+      std::pop_heap(finish_heap_.begin(), finish_heap_.end(), std::greater<>());
+      finish_heap_.pop_back();
+      next_finish_at_ =
+          finish_heap_.empty() ? std::numeric_limits<int64_t>::max() : finish_heap_.front().at;
+      auto it = seqs_.find(entry.id);
+      if (it == seqs_.end() || !it->second.lazy || it->second.lazy_tag != entry.tag) continue;
+      leave(it->second, false);
+      finishing_.push_back(&it->second);
+    }
+    std::sort(finishing_.begin(), finishing_.end(),
+              [](const Seq* a, const Seq* b) { return a->order < b->order; });
+  }
+  // Requests are finished in admission order (step_ is in it too), as the step-by-step path
+  // goes: it decides the order of the events and of the KV blocks returned to the cache.
+  size_t member = 0;
   for (Seq* seq : step_) {
     if (seq == nullptr) continue;  // cancelled during the step
+    for (; member < finishing_.size() && finishing_[member]->order < seq->order; ++member) {
+      finishMember(*finishing_[member], events);
+      any_done = true;
+    }
     seq->num_computed += seq->scheduled;
     seq->scheduled = 0;
     if (config_.prefix_caching) shareFullBlocks(*seq);
     if (seq->num_computed < seq->numTokens()) continue;  // prefill chunk: no token yet
     // One token per computed position past the known ones: 1, or N after N decode steps,
     // never past the request's limit.
-    const int tokens = std::min(seq->num_computed - seq->numTokens() + 1,
-                                seq->max_tokens - seq->produced);
+    const int tokens =
+        std::min(seq->num_computed - seq->numTokens() + 1, seq->max_tokens - seq->produced);
     seq->produced += tokens;
     generated_ += tokens;
     seq->num_computed = seq->numTokens() - 1;  // the newest token's KV is computed next step
@@ -461,17 +509,50 @@ void BatchingModel::finishStep(std::vector<TokenEvent>& events) {
       any_done = true;
     }
   }
-  if (!any_done) {
-    step_.clear();
-    return;
+  for (; member < finishing_.size(); ++member) {
+    finishMember(*finishing_[member], events);
+    any_done = true;
   }
-  running_.erase(
-      std::remove_if(running_.begin(), running_.end(), [](const Seq* s) { return s->done; }),
-      running_.end());
-  for (Seq* seq : step_) {
-    if (seq != nullptr && seq->done) seqs_.erase(seq->id);  // the pointer is not used again
+  if (any_done || !finishing_.empty()) lookahead_at_ = -1;
+  // Requests that decode from the next step on join the group; eager_ keeps the others.
+  if (groupEnabled()) {
+    for (Seq* seq : step_) {
+      if (seq != nullptr && !seq->done) join(*seq);
+    }
+    if (!group_step) {
+      eager_.clear();  // a step request by request: running_ may have changed in any way
+      for (Seq* seq : running_) {
+        if (!seq->lazy && !seq->done) eager_.push_back(seq);
+      }
+    } else {
+      eager_.erase(std::remove_if(eager_.begin(), eager_.end(),
+                                  [](const Seq* s) { return s->lazy || s->done; }),
+                   eager_.end());
+    }
+  }
+  if (any_done) {
+    // The finished ones, known without looking at every running request (each look is a cache
+    // miss): running_ is scanned by pointer only.
+    done_ptrs_.clear();
+    for (Seq* seq : finishing_) done_ptrs_.push_back(seq);
+    for (Seq* seq : step_) {
+      if (seq != nullptr && seq->done) done_ptrs_.push_back(seq);
+    }
+    std::sort(done_ptrs_.begin(), done_ptrs_.end());
+    running_.erase(
+        std::remove_if(
+            running_.begin(), running_.end(),
+            [this](Seq* s) { return std::binary_search(done_ptrs_.begin(), done_ptrs_.end(), s); }),
+        running_.end());
+    for (Seq* seq : done_ptrs_) seqs_.erase(seq->id);  // their pointers are not used again
   }
   step_.clear();
+}
+
+void BatchingModel::finishMember(Seq& seq, std::vector<TokenEvent>& events) {
+  emit(seq, true, step_start_, events);
+  release(seq);
+  seq.done = true;
 }
 
 EngineLoad BatchingModel::load() const {

@@ -31,19 +31,23 @@
 //
 // What advance() reports is either every token (the HTTP emulator streams them) or, with
 // Detail::kMilestones (the fleet simulator), only each request's first token and its last one. In
-// that mode a plain decode step (chunked prefill, one step per decision, every running request
-// decoding, nothing waiting or becoming schedulable, enough free KV blocks) costs O(1): the running
-// requests are kept "lazy" (their progress is the count of plain steps since they became lazy,
-// KV blocks are taken in one sum per step from a table of which requests cross a block boundary
-// at which step), and are brought up to date only when a step needs them. The events and load are
-// exactly those of the step-by-step path (a unit test compares the two).
+// that mode (chunked prefill, one step per decision) the requests that are decoding form a lazy
+// group: each one's progress is the number of group steps since it joined, the group's KV blocks
+// are taken in one sum per step (a table says how many members cross a block boundary at which
+// step), and a heap says when the next member finishes. A step then costs O(1) for the group plus
+// O(log n) per request that joins (its first token) or leaves (its last), and the group falls back
+// to request-by-request scheduling only when order would matter: a KV shortage (preemption) or
+// prefills that do not all fit the token budget. The events and load are exactly those of the
+// step-by-step path (a unit test compares the two).
 //
 // Pure and deterministic: no clock, no randomness, no I/O. Single-threaded. Costs per step are
-// O(running requests), O(1) for plain steps with milestones; memory O(live requests + cached
-// blocks).
+// O(running requests), with milestones O(requests not decoding) plus O(log n) per request joining
+// or leaving the group; memory O(live requests + cached blocks).
 #pragma once
 
+#include <array>
 #include <deque>
+#include <limits>
 #include <map>
 #include <unordered_map>
 #include <vector>
@@ -88,7 +92,11 @@ class BatchingModel final : public EngineModel {
     std::vector<uint64_t> block_hashes;
     std::vector<uint64_t> shared;  // cache entries held: always the first blocks of the prompt
     int private_blocks = 0;
-    int reported = 0;  // output tokens already reported in events (milestones)
+    int reported = 0;       // output tokens already reported in events (milestones)
+    uint64_t order = 0;     // admission sequence number: running_ is in this order
+    bool lazy = false;      // in the decoding group: num_computed and produced are as of joining
+    int64_t lazy_base = 0;  // group_steps_ when it joined
+    uint32_t lazy_tag = 0;  // tells its live finish-heap entry from stale ones
     TimeNs arrival = 0;
     TimeNs ready = 0;  // schedulable from (arrival + request overhead)
     TimeNs first_scheduled = -1;
@@ -119,12 +127,23 @@ class BatchingModel final : public EngineModel {
   TimeNs extendDecodes(const StepPlan& plan);
   void finishStep(std::vector<TokenEvent>& events);
   void emit(Seq& seq, bool finished, TimeNs previous_token, std::vector<TokenEvent>& events);
-  // Plain decode steps (milestones): header comment.
-  bool lazify();
-  void materialize();
-  bool startPlainStep(TimeNs at);
-  void finishPlainStep(std::vector<TokenEvent>& events);
-  int blockDue(const Seq& seq) const;  // the residue of plain_steps_ at which it needs a block
+  // The decoding group (milestones): header comment.
+  bool groupEnabled() const;
+  void join(Seq& seq);
+  void leave(Seq& seq, bool step_in_flight);
+  void leaveAll();
+  bool planWithGroup(TimeNs at, StepPlan& plan);
+  void finishMember(Seq& seq, std::vector<TokenEvent>& events);
+  size_t dueSlot(const Seq& seq) const;  // the residue of the group step it needs a block at
+  // Members needing a block at group steps of this residue (mod block size).
+  int32_t& dueAt(int64_t residue) {
+    const auto r = static_cast<size_t>(residue);
+    return r < due_inline_.size() ? due_inline_[r] : block_due_[r];
+  }
+  int32_t dueAt(int64_t residue) const {
+    const auto r = static_cast<size_t>(residue);
+    return r < due_inline_.size() ? due_inline_[r] : block_due_[r];
+  }
   bool allocate(Seq& seq, int new_tokens);
   bool takeBlocks(int64_t count);
   void release(Seq& seq);
@@ -133,7 +152,19 @@ class BatchingModel final : public EngineModel {
   void shareFullBlocks(Seq& seq);
 
   PerfConfig config_;
+  // Hot state of a step, together: the roofline's coefficients (from config_), the group.
+  double compute_ns_per_token_ = 0;
+  double memory_ns_base_ = 0;
+  double memory_ns_per_context_token_ = 0;
+  TimeNs step_overhead_ns_ = 0;
+  TimeNs seq_overhead_ns_ = 0;
   double slowdown_ = 1;
+  bool group_in_step_ = false;  // the step in flight decodes the group
+  int64_t group_steps_ = 0;     // steps the group has decoded
+  int64_t group_size_ = 0;
+  int64_t group_sum_ = 0;  // Σ (num_computed − lazy_base) over the members
+  int64_t next_finish_at_ = std::numeric_limits<int64_t>::max();  // the heap's top
+  std::array<int32_t, 32> due_inline_{};     // block_due_ for block sizes up to 32
   std::unordered_map<RequestId, Seq> seqs_;  // element addresses are stable
   std::deque<Seq*> pending_;  // submitted, not schedulable yet (request overhead); FIFO
   std::deque<Seq*> waiting_;
@@ -156,15 +187,22 @@ class BatchingModel final : public EngineModel {
 
   Detail detail_ = Detail::kEveryToken;
   bool lazy_enabled_ = false;
-  bool lazy_ = false;          // the running requests' progress is plain_steps_ - lazy_base_
-  bool step_plain_ = false;    // the step in flight is a plain decode step
-  int64_t plain_steps_ = 0;    // plain decode steps run so far
-  int64_t lazy_base_ = 0;      // plain_steps_ when the running requests became lazy
-  int64_t lazy_finish_ = 0;    // plain_steps_ at which the first of them may finish
-  int64_t lazy_context_ = 0;   // their num_computed, summed, at lazy_base_
-  TimeNs lazy_last_end_ = -1;  // the end of the last plain step
-  std::vector<int32_t> block_due_;  // per residue of plain_steps_ mod block size
-  std::vector<RequestId> done_;     // scratch
+  uint64_t next_order_ = 0;
+  // The decoding group.
+  struct FinishEntry {
+    int64_t at = 0;  // group_steps_ at which the member has its last token
+    RequestId id = 0;
+    uint32_t tag = 0;
+    bool operator>(const FinishEntry& o) const { return at > o.at; }
+  };
+  TimeNs group_last_end_ = -1;  // the end of the group's last step
+  uint32_t next_tag_ = 0;
+  std::vector<int32_t> block_due_;        // the same for larger block sizes
+  std::vector<FinishEntry> finish_heap_;  // min-heap on `at`; stale entries skipped
+  std::vector<Seq*> done_ptrs_;           // scratch: requests finished this step
+  std::vector<Seq*> finishing_;           // scratch: members finishing this step
+  std::vector<Seq*> eager_;               // running requests outside the group, in admission order
+  mutable TimeNs lookahead_at_ = -1;      // nextEventTime() over group-only steps; -1: not known
   int64_t prefix_queries_ = 0;
   int64_t prefix_hits_ = 0;
 };
