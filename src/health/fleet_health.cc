@@ -33,6 +33,24 @@ void FleetHealth::sync(
     }
   }
   tracked_ = std::move(next);  // replicas that left the fleet are dropped
+  // Per model, each replica's record and GPU type rank (types in name order), so that a tick
+  // looks nothing up.
+  views_.assign(snapshot_->models.size(), ModelView{});
+  for (size_t m = 0; m < snapshot_->models.size(); ++m) {
+    const fleet::ModelEntry& model = snapshot_->models[m];
+    ModelView& view = views_[m];
+    std::vector<std::string_view> gpus;
+    for (const fleet::ReplicaEntry& entry : model.replicas) gpus.push_back(entry.gpu);
+    std::sort(gpus.begin(), gpus.end());
+    gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
+    view.gpu_count = gpus.size();
+    for (const fleet::ReplicaEntry& entry : model.replicas) {
+      const auto it = tracked_.find(entry.state.get());
+      view.tracked.push_back(it == tracked_.end() ? nullptr : it->second.get());
+      view.gpu_rank.push_back(static_cast<uint32_t>(
+          std::lower_bound(gpus.begin(), gpus.end(), entry.gpu) - gpus.begin()));
+    }
+  }
 }
 
 void FleetHealth::apply(Tracked& tracked, const Transition& t, TimeNs now) {
@@ -69,20 +87,24 @@ void FleetHealth::onProbe(const fleet::ReplicaState& replica, bool ok, TimeNs no
   apply(*it->second, it->second->health.onProbe(ok, now), now);
 }
 
-void FleetHealth::detectLoadOutliers(const fleet::ModelEntry& model, TimeNs now) {
+void FleetHealth::detectLoadOutliers(size_t m, TimeNs now) {
+  const fleet::ModelEntry& model = snapshot_->models[m];
   const size_t n = model.replicas.size();
   if (n < 3) return;  // with fewer replicas an outlier is indistinguishable from the fleet
   // Load in the units load-balance balances, so that a replica carrying its fair share is never
   // the outlier: with the utilization score, in-flight requests scaled by how early the
   // replica's batching curve saturates (equal curves: equal in-flight counts are fair, whatever
   // the speeds); otherwise requests per unit of learned capacity.
-  std::vector<std::pair<double, size_t>> loads;  // comparable load, replica index
+  std::vector<std::pair<double, size_t>>& loads = scratch_loads_;  // comparable load, index
+  loads.clear();
   const fleet::LearnedMeans means = model.runtime->learnedMeans();
   const double mean_capacity = std::isnan(means.decode) ? 1.0 : means.decode;
   const bool by_curve = model.load_balance.score == fleet::LoadBalanceScore::kUtilization &&
                         !std::isnan(means.slowdown);
   const double mean_slowdown = by_curve ? means.slowdown : 0.0;
-  std::vector<double> requests(n);
+  std::vector<double>& requests = scratch_requests_;
+  requests.resize(n);
+  size_t excluded = 0;
   for (size_t i = 0; i < n; ++i) {
     const fleet::ReplicaState& r = *model.replicas[i].state;
     const fleet::EngineSignals s = r.signals(now, snapshot_->signal_max_age);
@@ -96,44 +118,55 @@ void FleetHealth::detectLoadOutliers(const fleet::ModelEntry& model, TimeNs now)
       const double c = learned.decode;
       loads.emplace_back(requests[i] / (std::isfinite(c) && c > 0 ? c : mean_capacity), i);
     }
+    excluded += r.health() == HealthState::kExcluded;
   }
-  std::vector<std::pair<double, size_t>> sorted = loads;
-  std::sort(sorted.begin(), sorted.end());
+  // The median, then only the replicas above the outlier threshold, worst first (what a full
+  // sort walked from its end would visit before stopping).
+  std::vector<std::pair<double, size_t>>& sorted = scratch_sorted_;
+  sorted = loads;
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<ptrdiff_t>(n / 2), sorted.end());
   const double median = sorted[n / 2].first;
-  size_t excluded = 0;
-  for (const auto& entry : model.replicas) {
-    excluded += entry.state->health() == HealthState::kExcluded;
+  if (median <= 0) return;
+  const double threshold = settings_.outlier_factor * median;
+  sorted.clear();
+  for (const auto& load : loads) {
+    if (load.first > threshold) sorted.push_back(load);
   }
+  std::sort(sorted.begin(), sorted.end(), std::greater<>());
   const size_t budget = static_cast<size_t>(settings_.outlier_max_fraction * n);
-  // Worst first, and never more than the budget: protection must not become an outage.
-  for (auto it = sorted.rbegin(); it != sorted.rend() && excluded < budget; ++it) {
+  // Never more than the budget: protection must not become an outage.
+  for (auto it = sorted.begin(); it != sorted.end() && excluded < budget; ++it) {
     const size_t i = it->second;
-    if (it->first <= settings_.outlier_factor * median || median <= 0) break;
     if (requests[i] < settings_.outlier_min_requests) continue;
-    auto tracked = tracked_.find(model.replicas[i].state.get());
-    if (tracked == tracked_.end()) continue;
-    const Transition t = tracked->second->health.onLoadOutlier(now);
+    Tracked* tracked = views_[m].tracked[i];
+    if (tracked == nullptr) continue;
+    const Transition t = tracked->health.onLoadOutlier(now);
     if (t.changed) ++excluded;
-    apply(*tracked->second, t, now);
+    apply(*tracked, t, now);
   }
 }
 
-void FleetHealth::detectSlowReplicas(const fleet::ModelEntry& model, TimeNs now) {
+void FleetHealth::detectSlowReplicas(size_t m, TimeNs now) {
   // Peers of the same GPU type should decode at about the same speed under the same traffic; a
   // replica several times slower than their median is degraded, whatever its health path says.
-  std::map<std::string_view, std::vector<std::pair<double, Tracked*>>> by_gpu;
-  for (const auto& entry : model.replicas) {
-    auto it = tracked_.find(entry.state.get());
-    if (it == tracked_.end()) continue;
-    Tracked& t = *it->second;
-    if (t.timed_tokens < static_cast<double>(settings_.slow_min_tokens)) continue;
-    by_gpu[entry.gpu].emplace_back(t.token_time_ns, &t);
+  // GPU types in name order, peers in fleet order (ranks computed when the fleet changed).
+  const fleet::ModelEntry& model = snapshot_->models[m];
+  const ModelView& view = views_[m];
+  auto& by_gpu = scratch_by_gpu_;
+  by_gpu.resize(view.gpu_count);
+  for (auto& peers : by_gpu) peers.clear();
+  for (size_t i = 0; i < model.replicas.size(); ++i) {
+    Tracked* t = view.tracked[i];
+    if (t == nullptr || t->timed_tokens < static_cast<double>(settings_.slow_min_tokens)) continue;
+    by_gpu[view.gpu_rank[i]].emplace_back(t->token_time_ns, t);
   }
-  for (auto& [gpu, peers] : by_gpu) {
+  for (auto& peers : by_gpu) {
     if (peers.size() < 3) continue;  // with two, which one is the odd one out is unknowable
-    std::vector<double> times;
+    std::vector<double>& times = scratch_times_;
+    times.clear();
     for (const auto& [time, tracked] : peers) times.push_back(time);
-    std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+    std::nth_element(times.begin(), times.begin() + static_cast<ptrdiff_t>(times.size() / 2),
+                     times.end());
     const double median = times[times.size() / 2];
     size_t excluded = 0;
     for (const auto& entry : model.replicas) {
@@ -184,9 +217,10 @@ void FleetHealth::tick(TimeNs now,
         tracked->health.wantsConfirmingProbe() || tracked->health.state() == HealthState::kHalfOpen;
     if (urgent && wants_probe) wants_probe(*tracked->replica);
   }
-  for (const fleet::ModelEntry& model : snapshot_->models) {
-    detectLoadOutliers(model, now);
-    detectSlowReplicas(model, now);
+  for (size_t m = 0; m < snapshot_->models.size(); ++m) {
+    const fleet::ModelEntry& model = snapshot_->models[m];
+    detectLoadOutliers(m, now);
+    detectSlowReplicas(m, now);
     int routable = 0;
     for (const auto& entry : model.replicas) {
       routable += entry.state->health() != HealthState::kExcluded;

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/clock.h"
 #include "fleet/fleet_snapshot.h"
@@ -53,13 +54,27 @@ class FleetHealth {
     int64_t seen_timed_tokens = 0;
   };
   void apply(Tracked& tracked, const Transition& t, TimeNs now);
-  void detectLoadOutliers(const fleet::ModelEntry& model, TimeNs now);
-  void detectSlowReplicas(const fleet::ModelEntry& model, TimeNs now);
+  void detectLoadOutliers(size_t model, TimeNs now);
+  void detectSlowReplicas(size_t model, TimeNs now);
+
+  // Per model of the snapshot, aligned with its replicas (built by sync()).
+  struct ModelView {
+    std::vector<Tracked*> tracked;   // nullptr: not tracked
+    std::vector<uint32_t> gpu_rank;  // the replica's GPU type among the model's, by name
+    size_t gpu_count = 0;
+  };
 
   HealthSettings settings_;
   std::shared_ptr<const fleet::FleetSnapshot> snapshot_;
   std::map<const fleet::ReplicaState*, std::unique_ptr<Tracked>> tracked_;
   std::map<std::string, int64_t> transitions_;
+  std::vector<ModelView> views_;
+  // Scratch space reused by every tick.
+  std::vector<std::pair<double, size_t>> scratch_loads_;
+  std::vector<std::pair<double, size_t>> scratch_sorted_;
+  std::vector<double> scratch_requests_;
+  std::vector<double> scratch_times_;
+  std::vector<std::vector<std::pair<double, Tracked*>>> scratch_by_gpu_;
 };
 
 }  // namespace switchyard::health
