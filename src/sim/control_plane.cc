@@ -15,9 +15,10 @@ void Simulator::scrape(SimGateway& g) {
   // A scrape reads the engine's gauges as they are now; a replica that does not answer makes
   // its signals unknown at once (fleet/telemetry_scraper.h).
   for (size_t p = 0; p < g.replica_at.size(); ++p) {
-    const SimReplica& r = replicas_[g.replica_at[p]];
+    SimReplica& r = replicas_[g.replica_at[p]];
     fleet::ReplicaState& state = *g.fleet_states[p];
     if (r.alive) {
+      catchUp(r);
       state.storeSignals(engineSignalsOf(r.model->load()), now_);
     } else {
       state.markScrapeFailed(now_);

@@ -16,6 +16,7 @@ bool within(double limit, double value) { return limit <= 0 || value <= limit; }
 }  // namespace
 
 void Simulator::startWindow(SimReplica& r) {
+  catchUp(r);
   r.window_busy_start = r.busySeconds();
   r.window_tokens_start = r.generatedTokens();
 }
@@ -25,6 +26,7 @@ void Simulator::endWindow() {
   window_closed_ = true;
   const TimeNs begin = scenario_.warmup;
   for (SimReplica& r : replicas_) {
+    catchUp(r);
     const TimeNs start = std::max(begin, r.added_at);
     if (end_ <= start) continue;
     for (GroupStats* group : {&groups_[r.gpu_type], &groups_.back()}) {
@@ -116,8 +118,9 @@ void Simulator::onQueueSample() {
   }
   const bool in_window = window_open_ && !window_closed_;
   if (!in_window) return;
-  for (const SimReplica& r : replicas_) {
+  for (SimReplica& r : replicas_) {
     if (r.removed || !r.alive) continue;
+    catchUp(r);
     const engine::EngineLoad load = r.model->load();
     result_.queue_depth.add(load.waiting);
     for (GroupStats* group : {&groups_[r.gpu_type], &groups_.back()}) {
@@ -137,6 +140,7 @@ void Simulator::onSecond() {
   }
   for (SimReplica& r : replicas_) {
     if (r.removed && r.inflight == 0) continue;
+    catchUp(r);
     const engine::EngineLoad load = r.model->load();
     const double busy = r.busySeconds();
     for (size_t g : {static_cast<size_t>(r.gpu_type), all}) {

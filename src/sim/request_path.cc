@@ -223,6 +223,7 @@ void Simulator::deliver(uint64_t id) {
   request.id = engineId(slot);
   request.prompt_tokens = q.prompt_tokens;
   request.max_tokens = q.output_tokens;
+  catchUp(r);
   r.model->submit(request, now_);
   q.at_engine = true;
   ++r.inflight;
@@ -239,6 +240,22 @@ void Simulator::onEngineStep(SimReplica& r) {
     if (e.finished) onEngineFinished(*slot, e.time);
   }
   scheduleReplica(r);
+}
+
+void Simulator::catchUp(SimReplica& r) {
+  // The model reports nothing before its next event time, but it prices steps on its own
+  // timeline: bring it to now before reading its load or giving it a request. Whatever is due
+  // now is handled as its own event would (a same-instant event may not have run yet).
+  if (r.model->nextEventTime() < 0) return;
+  std::vector<engine::TokenEvent> events;
+  r.model->advance(now_, events);
+  for (const engine::TokenEvent& e : events) {
+    const std::optional<uint32_t> slot = liveSlot(e.id);
+    if (!slot) continue;
+    if (e.previous_token < 0) requests_[*slot].first_token = e.time;
+    if (e.finished) onEngineFinished(*slot, e.time);
+  }
+  if (!events.empty()) scheduleReplica(r);
 }
 
 void Simulator::onEngineFinished(uint32_t slot, TimeNs at) {
@@ -309,6 +326,7 @@ void Simulator::cancelAtEngine(uint32_t slot) {
   SimRequest& q = requests_[slot];
   if (!q.at_engine) return;
   SimReplica& r = replicas_[q.replica];
+  catchUp(r);
   r.model->cancel(engineId(slot), now_);
   --r.inflight;
   q.at_engine = false;

@@ -508,13 +508,15 @@ void parseStrategies(const YAML::Node& v, Scenario& s) {
     const std::string where = fmt::format("strategies[{}]", i);
     StrategyRun run;
     run.gateways = s.gateways;
-    YAML::Node strategy_node = v[i];
-    if (v[i].IsMap()) {
-      strategy_node = YAML::Node();
+    // reset(), not =: assigning a YAML::Node writes through to the node it refers to.
+    YAML::Node strategy_node;
+    if (!v[i].IsMap()) {
+      strategy_node.reset(v[i]);
+    } else {
       forEachKey(v[i], where,
                  [&](const std::string& key, const YAML::Node& x, const std::string& full) {
                    if (key == "strategy") {
-                     strategy_node = x;
+                     strategy_node.reset(x);
                    } else if (key == "label") {
                      run.label = scalar<std::string>(x, full);
                    } else if (key == "routing") {
@@ -524,7 +526,9 @@ void parseStrategies(const YAML::Node& v, Scenario& s) {
                    }
                    return true;
                  });
-      if (!strategy_node) throw ConfigError(where + ".strategy: required", lineOf(v[i]));
+      if (strategy_node.IsNull()) {
+        throw ConfigError(where + ".strategy: required", lineOf(v[i]));
+      }
     }
     run.strategy = scalar<std::string>(strategy_node, where);
     routing::StrategySpec spec;
@@ -658,7 +662,7 @@ Scenario parseRoot(const YAML::Node& root, const std::string& base_dir) {
       if (!v.IsSequence() || v.size() == 0) {
         throw ConfigError("strategies: must be a non-empty list", lineOf(v));
       }
-      strategy_nodes = v;  // read last: a run's knobs start from the gateways' ones
+      strategy_nodes.reset(v);  // read last: a run's knobs start from the gateways' ones
     } else if (key == "workload") {
       parseWorkload(v, s.workload);
     } else if (key == "events") {
@@ -689,6 +693,37 @@ Scenario parseRoot(const YAML::Node& root, const std::string& base_dir) {
   s.workload.arrivals.trace_path = resolve(base_dir, s.workload.arrivals.trace_path);
   validate(s, root);
   return s;
+}
+
+}  // namespace
+
+namespace {
+
+// The standard normal's quantile function (P. J. Acklam's rational approximation, relative error
+// below 1.2e-9), for the mean of a clamped lognormal.
+double normalQuantile(double p) {
+  static constexpr double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,
+                                 -2.759285104469687e+02, 1.383577518672690e+02,
+                                 -3.066479806614716e+01, 2.506628277459239e+00};
+  static constexpr double b[] = {-5.447609879822406e+01, 1.615858368580409e+02,
+                                 -1.556989798598866e+02, 6.680131188771972e+01,
+                                 -1.328068155288572e+01};
+  static constexpr double c[] = {-7.784894002430293e-03, -3.223964580411365e-01,
+                                 -2.400758277161838e+00, -2.549732539343734e+00,
+                                 4.374664141464968e+00,  2.938163982698783e+00};
+  static constexpr double d[] = {7.784695709041462e-03, 3.224671290700398e-01,
+                                 2.445134137142996e+00, 3.754408661907416e+00};
+  constexpr double kLow = 0.02425;
+  if (p < kLow) {
+    const double q = std::sqrt(-2 * std::log(p));
+    return (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+           ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+  }
+  if (p > 1 - kLow) return -normalQuantile(1 - p);
+  const double q = p - 0.5;
+  const double r = q * q;
+  return (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
+         (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
 }
 
 }  // namespace
@@ -730,17 +765,12 @@ double TokenCount::mean() const {
       return sum / (b - a + 1);
     }
     case Kind::kLognormal: {
+      // The mean over a fine grid of the normal's quantiles (the clamp and the rounding have no
+      // closed form together).
       constexpr int kSteps = 20000;
       double sum = 0;
       for (int i = 0; i < kSteps; ++i) {
-        // The normal quantile by bisection on erfc (no inverse in the standard library).
-        const double p = (i + 0.5) / kSteps;
-        double lo = -10, hi = 10;
-        for (int k = 0; k < 60; ++k) {
-          const double mid = 0.5 * (lo + hi);
-          (0.5 * std::erfc(-mid / std::sqrt(2.0)) < p ? lo : hi) = mid;
-        }
-        sum += tokens(a * std::exp(b * 0.5 * (lo + hi)));
+        sum += tokens(a * std::exp(b * normalQuantile((i + 0.5) / kSteps)));
       }
       return sum / kSteps;
     }

@@ -378,6 +378,7 @@ void Simulator::failReplica(SimReplica& r) {
   if (!r.alive) return;
   r.alive = false;
   // The engine process is gone: whatever it held is lost, and it comes back empty.
+  catchUp(r);
   r.busy_offset += r.model->load().busy_seconds_total;  // keep what it did before failing
   r.tokens_offset += r.model->load().generated_tokens_total;
   r.model = std::make_unique<engine::BatchingModel>(r.perf);

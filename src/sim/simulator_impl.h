@@ -147,6 +147,7 @@ class Simulator {
   void deliver(uint64_t id);
   void noteRouted(const SimReplica& r);
   void onEngineStep(SimReplica& r);
+  void catchUp(SimReplica& r);
   void onEngineFinished(uint32_t slot, TimeNs at);
   void gatewayComplete(uint64_t id);
   void attemptFailed(uint32_t slot, bool before_first_byte);

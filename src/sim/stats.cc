@@ -53,6 +53,7 @@ void Distribution::add(double value) {
   if (buckets_.empty()) {
     exact_.push_back(value);
     sorted_ = false;
+    selections_ = 0;
     if (exact_.size() >= kExactLimit) fold();
     return;
   }
@@ -78,11 +79,19 @@ double Distribution::percentile(double p) const {
   const auto rank =
       static_cast<int64_t>(std::max(1.0, std::ceil(p / 100.0 * static_cast<double>(count_))));
   if (buckets_.empty()) {
+    const auto index = static_cast<size_t>(std::min<int64_t>(rank, count_) - 1);
+    // A selection costs O(n), a sort O(n log n): select for the first few percentiles asked
+    // (the per-second series asks two or three), sort when more are.
+    if (!sorted_ && ++selections_ <= 3) {
+      std::nth_element(exact_.begin(), exact_.begin() + static_cast<ptrdiff_t>(index),
+                       exact_.end());
+      return exact_[index];
+    }
     if (!sorted_) {
       std::sort(exact_.begin(), exact_.end());
       sorted_ = true;
     }
-    return exact_[static_cast<size_t>(std::min<int64_t>(rank, count_) - 1)];
+    return exact_[index];
   }
   int64_t seen = 0;
   for (size_t b = 0; b < buckets_.size(); ++b) {

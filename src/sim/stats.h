@@ -33,6 +33,7 @@ class Distribution {
 
   mutable std::vector<double> exact_;
   mutable bool sorted_ = true;
+  mutable int selections_ = 0;     // percentiles selected since the last change
   std::vector<uint64_t> buckets_;  // empty until folded
   double scale_ = 1000;            // histogram resolution: values x scale are bucketed as integers
   int64_t count_ = 0;

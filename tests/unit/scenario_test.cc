@@ -56,7 +56,10 @@ gateways:
   limits: {max_inflight_per_replica: 64}
   health: {failure_threshold: 3, hard_failure_threshold: 6}
   retry: {max_attempts: 2}
-strategies: [least-request, "load-balance:2,random:1"]
+strategies:
+  - least-request
+  - "load-balance:2,random:1"
+  - {label: lb sample 4, strategy: load-balance, routing: {candidate_sample: 4}}
 workload:
   arrivals: {diurnal: {rate: 10, period_s: 100, curve: [[0, 0.5], [50, 1.5]]}}
   mix:
@@ -91,7 +94,13 @@ record: {per_request_csv: true, slo: {ttft_ms: 500, tpot_ms: 40}}
   EXPECT_EQ(s.gateways.load_balance.score, fleet::LoadBalanceScore::kRequestsPerCapacity);
   EXPECT_EQ(s.gateways.limits.max_inflight_per_replica, 64);
   EXPECT_EQ(s.gateways.health.failure_threshold, 3);
-  EXPECT_EQ(s.strategies.size(), 2u);
+  ASSERT_EQ(s.strategies.size(), 3u);
+  EXPECT_EQ(s.strategies[1].label, "load-balance:2,random:1");
+  EXPECT_EQ(s.strategies[2].label, "lb sample 4");
+  EXPECT_EQ(s.strategies[2].strategy, "load-balance");
+  EXPECT_EQ(s.strategies[2].gateways.candidate_sample, 4u);  // its own knob...
+  EXPECT_EQ(s.strategies[2].gateways.top_k.k, 2u);           // ...over the gateways' others
+  EXPECT_EQ(scenarioFor(s, s.strategies[2]).gateways.candidate_sample, 4u);
   EXPECT_EQ(s.workload.arrivals.kind, ArrivalSpec::Kind::kDiurnal);
   EXPECT_EQ(s.workload.mix[0].prompt.words, true);
   EXPECT_EQ(s.workload.mix[1].prompt.kind, TokenCount::Kind::kLognormal);
@@ -141,6 +150,16 @@ TEST(ScenarioTest, ErrorsNameTheFileTheLineAndTheKey) {
       {"fleet: [{gpu: A100}\n", "s.yaml:2: invalid YAML"},
       {"- 1\n- 2\n", "s.yaml:1: the top level must be a mapping"},
       {"", "empty scenario"},
+      {base.substr(0, base.find("strategies")) + "strategies: [{label: x}]\n" +
+           base.substr(base.find("workload")),
+       "s.yaml:4: strategies[0].strategy: required"},
+      {base.substr(0, base.find("strategies")) +
+           "strategies: [random, {strategy: random, routing: {candidate_sample: 1}}]\n" +
+           base.substr(base.find("workload")),
+       "strategies[1].routing.candidate_sample: must be 0 (score every replica) or a whole"},
+      {base.substr(0, base.find("strategies")) + "strategies: [random, random]\n" +
+           base.substr(base.find("workload")),
+       "strategies[1]: 'random' listed twice"},
       {"model: gpt-17\n" + base, "s.yaml:1: model: unknown profile 'gpt-17'"},
       {"fleet: [{gpu: A10, count: 1}]\nmodel: llama2-70b\nstrategies: [random]\nworkload:\n"
        "  arrivals: {poisson: {rate: 1}}\n  mix: [{prompt_tokens: 1, output_tokens: 1}]\n",
