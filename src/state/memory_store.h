@@ -47,6 +47,7 @@ class MemoryStore {
                TimeNs liveness_ttl, TimeNs now);
   std::vector<ReplicaGlobalView> read(std::span<const ReplicaReport> replicas,
                                       std::string_view gateway, TimeNs now);
+  void retire(std::span<const ReplicaReport> replicas, std::string_view gateway);
 
   // How long a gateway's token counters outlive its last publish (as the Redis keys do).
   static constexpr TimeNs kTokenRetention = 3600 * kNsPerSec;
