@@ -2,7 +2,7 @@
 JOBS ?= $(shell nproc)
 
 .PHONY: deps build build-debug test test-release test-debug tsan demo bench bench-faults \
-	bench-hetero bench-stampede clean
+	bench-hetero bench-stampede bench-sim clean
 
 deps:
 	bash scripts/install-deps.sh
@@ -48,6 +48,11 @@ bench-hetero: build
 # CSV and PNG in build/bench-stampede/. STAMPEDE_* knobs: see bench/e2e/stampede.sh.
 bench-stampede: build
 	bash bench/e2e/stampede.sh
+
+# The fleet simulator's studies 1-3 at a reduced size (a few minutes): summaries, CSV, JSON and
+# PNG in build/bench-sim/. BENCH_SIM_SCALE: see bench/sim/bench-sim.sh; docs/simulation.md.
+bench-sim: build
+	bash bench/sim/bench-sim.sh
 
 clean:
 	rm -rf build

@@ -93,6 +93,7 @@ void Simulator::applyView(SimGateway& g, SyncView& view) {
   g.global = std::move(view.global);
   g.have_global = true;
   const fleet::ModelEntry& model = *g.model;
+  model.runtime->gateway_rank.store(view.gateway_rank, std::memory_order_relaxed);
   if (model.runtime->live_gateways.exchange(view.live_gateways, std::memory_order_relaxed) !=
       view.live_gateways) {
     fleet::rescaleRateLimit(model,

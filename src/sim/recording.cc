@@ -226,13 +226,15 @@ RunResult Simulator::collect() {
           state->counters().health_exclusions_total.load(std::memory_order_relaxed);
     }
   }
-  // Capacity convergence: from the warm-up on, the first second after which every type's mean
-  // learned capacity stays within 10 % of its final value.
-  const auto first = static_cast<size_t>(scenario_.warmup / kNsPerSec);
-  if (!capacity_trace_.empty() && first < capacity_trace_.size()) {
-    const std::vector<double>& last = capacity_trace_.back();
-    size_t settled = capacity_trace_.size();
-    for (size_t s = capacity_trace_.size(); s-- > first;) {
+  // Capacity convergence: from the start, the first second after which every type's mean
+  // learned capacity stays within 10 % of its value at the end of the arrivals.
+  const size_t first = 0;
+  const auto arrivals_end = std::min(capacity_trace_.size(),
+                                     static_cast<size_t>(end_ / kNsPerSec));
+  if (arrivals_end > first) {
+    const std::vector<double>& last = capacity_trace_[arrivals_end - 1];
+    size_t settled = arrivals_end;
+    for (size_t s = arrivals_end; s-- > first;) {
       bool ok = true;
       for (size_t t = 0; t < last.size(); ++t) {
         const double v = capacity_trace_[s][t];
@@ -241,9 +243,7 @@ RunResult Simulator::collect() {
       if (!ok) break;
       settled = s;
     }
-    if (settled < capacity_trace_.size()) {
-      out.capacity_convergence_s = static_cast<double>(settled + 1 - first);
-    }
+    if (settled < arrivals_end) out.capacity_convergence_s = static_cast<double>(settled + 1);
   }
   if (added_at_ >= 0) {
     auto ratio = [](int64_t a, int64_t b) { return b ? static_cast<double>(a) / b : 0.0; };

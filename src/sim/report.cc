@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <algorithm>
 #include <cmath>
 
 namespace switchyard::sim {
@@ -44,6 +45,32 @@ double share(const GroupStats& g, const GroupStats& all) {
 
 double windowSeconds(const RunResult& run) { return static_cast<double>(run.window) / 1e9; }
 
+// Throughput utilisation of a GPU type: the tokens/s its replicas served over what they sustain
+// saturated (the capacity probe), NaN when the capacity is not known.
+double throughputUtil(const RunSet& set, const RunResult& run, const GroupStats& g) {
+  for (const TypeCapacity& t : set.capacities) {
+    if (t.gpu != g.label || !(t.tokens_per_s > 0) || !(g.replica_seconds > 0)) continue;
+    return g.generated_tokens / (t.tokens_per_s * g.replica_seconds);
+  }
+  (void)run;
+  return NAN;
+}
+
+// The largest difference between GPU types of `value` (NaN with fewer than two known).
+template <typename Value>
+double gapBetweenTypes(const RunResult& run, Value value) {
+  double lo = INFINITY, hi = -INFINITY;
+  int known = 0;
+  for (size_t k = 0; k + 1 < run.groups.size(); ++k) {
+    const double v = value(run.groups[k]);
+    if (std::isnan(v)) continue;
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+    ++known;
+  }
+  return known >= 2 ? hi - lo : NAN;
+}
+
 }  // namespace
 
 std::string fileStem(const std::string& strategy) {
@@ -78,17 +105,19 @@ std::string formatSummary(const RunSet& set) {
                     set.runs.empty() ? 0.0 : set.runs.front().rate);
   }
   out += fmt::format(
-      "\n{:<26} {:<9} {:>8} {:>6} {:>6} {:>6} {:>11} {:>11} {:>11} {:>7} {:>8} "
+      "\n{:<26} {:<9} {:>8} {:>6} {:>6} {:>6} {:>6} {:>11} {:>11} {:>11} {:>7} {:>8} "
       "{:>7} {:>7}\n",
-      "strategy", "gpu", "requests", "share", "busy", "kv", "TTFT p50/99", "TPOT p50/99",
-      "E2E p50/99", "good%", "refused", "failed", "tok/s");
+      "strategy", "gpu", "requests", "share", "busy", "tput", "kv", "TTFT p50/99",
+      "TPOT p50/99", "E2E p50/99", "good%", "refused", "failed", "tok/s");
   for (const RunResult& run : set.runs) {
     const GroupStats& all = run.groups.back();
     for (const GroupStats& g : run.groups) {
+      const double tput = throughputUtil(set, run, g);
       out += fmt::format(
-          "{:<26} {:<9} {:>8} {:>5.1f}% {:>5.0f}% {:>5.0f}% {:>11} {:>11} {:>11} {:>6.1f}% {:>8} "
-          "{:>7} {:>7.0f}\n",
+          "{:<26} {:<9} {:>8} {:>5.1f}% {:>5.0f}% {:>6} {:>5.0f}% {:>11} {:>11} {:>11} {:>6.1f}% "
+          "{:>8} {:>7} {:>7.0f}\n",
           run.strategy, g.label, g.requests, 100 * share(g, all), 100 * g.busy(),
+          std::isnan(tput) ? std::string("-") : fmt::format("{:.0f}%", 100 * tput),
           g.kv_samples ? 100 * g.kv_usage_sum / static_cast<double>(g.kv_samples) : 0.0,
           ms(g.ttft_ms.percentile(50)) + "/" + ms(g.ttft_ms.percentile(99)),
           ms1(g.tpot_ms.percentile(50)) + "/" + ms1(g.tpot_ms.percentile(99)),
@@ -97,20 +126,28 @@ std::string formatSummary(const RunSet& set) {
     }
   }
   out +=
-      "\nshare = measured requests served by the type; busy = engine busy fraction; kv = mean "
-      "KV-cache usage; latencies in ms (client side); good% = ok within the SLO; refused = "
+      "\nshare = measured requests served by the type; busy = engine busy fraction; tput = "
+      "tokens/s served / the type's capacity (the probe's, at its closed-loop clients); kv = "
+      "mean KV-cache usage; latencies in ms (client side); good% = ok within the SLO; refused = "
       "429s; failed = 5xx, cut streams, deadlines, unfinished\n";
   out += "\nper strategy:\n";
   for (const RunResult& run : set.runs) {
     const double sim_s = static_cast<double>(run.simulated) / 1e9;
     out += fmt::format(
         "  {:<26} {} events, {:.0f} simulated s; queue depth p99 {} max {}; health exclusions {}"
-        "{}{}{}\n",
+        "{}{}{}{}\n",
         run.strategy, run.events, sim_s, ms(run.queue_depth.percentile(99)),
         ms(run.queue_depth.max()), run.health_exclusions,
         run.capacity_convergence_s >= 0
             ? fmt::format("; capacity learned within 10 % after {:.0f} s",
                           run.capacity_convergence_s)
+            : "",
+        run.groups.size() > 2
+            ? fmt::format("; gap between types: busy {:.1f} pp, tput {} pp",
+                          100 * gapBetweenTypes(run, [](const GroupStats& g) { return g.busy(); }),
+                          ms1(100 * gapBetweenTypes(run, [&](const GroupStats& g) {
+                                return throughputUtil(set, run, g);
+                              })))
             : "",
         set.timed_routing && run.routing_ns.count() > 0
             ? fmt::format("; routing {:.2f} us/decision (p99 {:.2f})", run.routing_ns.mean() / 1e3,
@@ -202,7 +239,17 @@ std::string formatSummaryJson(const RunSet& set) {
       out += fmt::format("{}{}: {}", k ? ", " : "", jsonString(run.groups[k].label),
                          num(run.groups[k].busy(), 4));
     }
-    out += "},\n      \"by_gpu\": {";
+    out += "},\n      \"throughput_util_by_gpu\": {";
+    for (size_t k = 0; k + 1 < run.groups.size(); ++k) {
+      out += fmt::format("{}{}: {}", k ? ", " : "", jsonString(run.groups[k].label),
+                         num(throughputUtil(set, run, run.groups[k]), 4));
+    }
+    out += fmt::format("}},\n      \"busy_gap\": {},\n      \"throughput_util_gap\": {},\n",
+                       num(gapBetweenTypes(run, [](const GroupStats& g) { return g.busy(); }), 4),
+                       num(gapBetweenTypes(run, [&](const GroupStats& g) {
+                             return throughputUtil(set, run, g);
+                           }), 4));
+    out += "      \"by_gpu\": {";
     for (size_t k = 0; k + 1 < run.groups.size(); ++k) {
       const GroupStats& g = run.groups[k];
       out += fmt::format(

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "admission/inflight_admission.h"
+#include "fleet/completion_accounting.h"
 #include "sim/simulator_impl.h"
 
 namespace switchyard::sim {
@@ -130,11 +132,10 @@ void Simulator::route(uint32_t slot) {
       shared_.pin(q.session, static_cast<int>(replica));
     }
 
-    // Check-and-admit: the increment is the admission; another gateway's requests count too (as
-    // last read from the shared state), and with shared limits the shared state decides.
-    fleet::ReplicaCounters& counters = state.counters();
-    const int64_t before = counters.running.fetch_add(1, std::memory_order_relaxed);
-    bool lost_race = limit > 0 && before + state.remoteRunning() >= limit;
+    // Check-and-admit (admission/inflight_admission.h, as the gateway's admission stage): the
+    // local count with the other gateways' as last read, then, with shared limits, exactly in
+    // the shared state; when that does not answer, this gateway's share of the limit.
+    bool lost_race = !admission::admitLocally(state, limit);
     q.shared_admitted = false;
     if (!lost_race && shared_limits) {
       const double model_rate =
@@ -147,16 +148,22 @@ void Simulator::route(uint32_t slot) {
           q.shared_admitted = true;
           break;
         case SharedVerdict::kInflightLimit:
+          admission::releaseLocally(state);
           lost_race = true;
           break;
         case SharedVerdict::kRateLimited:
-          counters.running.fetch_sub(1, std::memory_order_relaxed);
+          admission::releaseLocally(state);
           finish(slot, Outcome::kRateLimited);
           return;
         case SharedVerdict::kDegraded:
           ++result_.shared_state_degraded;
-          if (per_replica_rate > 0 && model.runtime->rate.tryAcquire(now_) > 0) {
-            counters.running.fetch_sub(1, std::memory_order_relaxed);
+          if (!admission::withinShare(
+                  state, limit, model.runtime->live_gateways.load(std::memory_order_relaxed),
+                  model.runtime->gateway_rank.load(std::memory_order_relaxed))) {
+            admission::releaseLocally(state);
+            lost_race = true;
+          } else if (per_replica_rate > 0 && model.runtime->rate.tryAcquire(now_) > 0) {
+            admission::releaseLocally(state);
             finish(slot, Outcome::kRateLimited);
             return;
           }
@@ -164,7 +171,6 @@ void Simulator::route(uint32_t slot) {
       }
     }
     if (lost_race) {
-      counters.running.fetch_sub(1, std::memory_order_relaxed);
       if (++admission_races > kMaxAdmissionRaces || !addTried(q, decision.chosen)) {
         finish(slot, Outcome::kInflightLimit);
         return;
@@ -172,6 +178,7 @@ void Simulator::route(uint32_t slot) {
       request.preferred = -1;
       continue;
     }
+    fleet::ReplicaCounters& counters = state.counters();
     ++q.attempts;
     q.may_retry = q.attempts < max_attempts &&
                   static_cast<size_t>(q.tried_count) + 1 < model.replicas.size() &&
@@ -277,9 +284,18 @@ void Simulator::gatewayComplete(uint64_t id) {
   SimGateway& g = gateways_[q.gateway];
   fleet::ReplicaState& state = *g.states[q.replica];
   const TimeNs latency = scenario_.gateways.network_latency;
-  accountCompletion(state.counters(), q.output_tokens, q.prompt_tokens, q.sent,
-                    q.first_token + latency, now_, q.streams_at_start, state.globalRunning());
-  state.counters().running.fetch_sub(1, std::memory_order_relaxed);
+  fleet::CompletedResponse response;
+  response.status = 200;
+  response.prompt_tokens = q.prompt_tokens;
+  response.output_tokens = q.output_tokens;
+  response.event_stream = true;  // the workload streams, as the load generator does
+  response.started = q.sent;
+  response.first_byte_at = q.first_token + latency;
+  response.finished = now_;
+  response.streams_at_start = q.streams_at_start;
+  response.streams_at_end = state.globalRunning();
+  fleet::accountCompletion(state.counters(), response);
+  admission::releaseLocally(state);
   state.recordSuccess();
   if (q.shared_admitted) shared_.release(g.index, q.replica);
   finish(slot, Outcome::kOk);
@@ -291,7 +307,7 @@ void Simulator::attemptFailed(uint32_t slot, bool before_first_byte) {
   fleet::ReplicaState& state = *g.states[q.replica];
   state.counters().upstream_errors_total.fetch_add(1, std::memory_order_relaxed);
   state.recordFailure();
-  state.counters().running.fetch_sub(1, std::memory_order_relaxed);
+  admission::releaseLocally(state);
   if (q.shared_admitted) {
     shared_.release(g.index, q.replica);
     q.shared_admitted = false;
@@ -315,7 +331,7 @@ void Simulator::onDeadline(uint64_t id) {
   SimGateway& g = gateways_[q.gateway];
   if (q.sent >= 0 && g.alive) {
     fleet::ReplicaState& state = *g.states[q.replica];
-    state.counters().running.fetch_sub(1, std::memory_order_relaxed);
+    admission::releaseLocally(state);
     if (q.shared_admitted) shared_.release(g.index, q.replica);
   }
   cancelAtEngine(slot);
@@ -343,34 +359,6 @@ void Simulator::finish(uint32_t slot, Outcome outcome) {
   free_requests_.push_back(slot);
   if (q.client >= 0 && now_ < end_) {
     queue_.push(now_, kClientSend, static_cast<uint32_t>(q.client));
-  }
-}
-
-// The completion's accounting into the replica's counters, as the live gateway's worker does it
-// for a streamed 200 response: output and prompt tokens, time per output token after the first
-// byte with the concurrency it ran at, and time to first byte per prompt token.
-void Simulator::accountCompletion(fleet::ReplicaCounters& counters, int64_t output, int64_t prompt,
-                                  TimeNs started, TimeNs first_byte_at, TimeNs finished,
-                                  int64_t streams_at_start, int64_t streams_at_end) {
-  if (prompt > 0) counters.input_tokens_total.fetch_add(prompt, std::memory_order_relaxed);
-  if (output > 0) {
-    counters.output_tokens_total.fetch_add(output, std::memory_order_relaxed);
-    const bool decode_only = first_byte_at > started;
-    const int64_t timed = decode_only ? output - 1 : output;
-    if (timed > 0) {
-      counters.token_time_ns_total.fetch_add(finished - (decode_only ? first_byte_at : started),
-                                             std::memory_order_relaxed);
-      counters.timed_tokens_total.fetch_add(timed, std::memory_order_relaxed);
-      counters.token_concurrency_total.fetch_add(timed * (streams_at_start + streams_at_end),
-                                                 std::memory_order_relaxed);
-    }
-  } else {
-    counters.tokenless_requests_total.fetch_add(1, std::memory_order_relaxed);
-    counters.tokenless_latency_ns_total.fetch_add(finished - started, std::memory_order_relaxed);
-  }
-  if (prompt > 0 && first_byte_at > started) {
-    counters.prefill_tokens_total.fetch_add(prompt, std::memory_order_relaxed);
-    counters.prefill_ns_total.fetch_add(first_byte_at - started, std::memory_order_relaxed);
   }
 }
 

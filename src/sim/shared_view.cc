@@ -18,9 +18,11 @@ void SharedView::read(int g, TimeNs now, bool counted_on_path, SyncView& out) co
   out.others_running.assign(n, 0);
   out.global.assign(n, fleet::CapacityCounters{});
   out.live_gateways = 0;
+  out.gateway_rank = 0;
   for (size_t other = 0; other < reports_.size(); ++other) {
     const bool is_live = live(other, now);
     out.live_gateways += is_live;
+    if (is_live && static_cast<int>(other) < g) ++out.gateway_rank;
     const std::vector<ReplicaReport>& report = reports_[other];
     for (size_t r = 0; r < report.size() && r < n; ++r) {
       // Counters are summed over every gateway that ever reported, as the live store keeps them.

@@ -26,6 +26,7 @@ struct SyncView {
   std::vector<int64_t> others_running;
   std::vector<fleet::CapacityCounters> global;
   int live_gateways = 1;
+  int gateway_rank = 0;  // the reading gateway's position among the live ones (by index)
 };
 
 enum class SharedVerdict : uint8_t { kAdmitted, kInflightLimit, kRateLimited, kDegraded };

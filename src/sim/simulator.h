@@ -79,8 +79,8 @@ struct RunResult {
   int64_t health_exclusions = 0;
   int64_t shared_state_degraded = 0;  // admission or sync calls answered degraded
   AddedReplicas added;
-  // Capacity learning: seconds after the warm-up until every GPU type's mean learned capacity
-  // (gateway 0) stayed within 10 % of its final value; -1 if never.
+  // Capacity learning: seconds from the start until every GPU type's mean learned capacity
+  // (gateway 0) stayed within 10 % of its value at the end of the arrivals; -1 if never.
   double capacity_convergence_s = -1;
 };
 

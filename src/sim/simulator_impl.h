@@ -154,9 +154,6 @@ class Simulator {
   void finish(uint32_t slot, Outcome outcome);
   void onDeadline(uint64_t id);
   void cancelAtEngine(uint32_t slot);  // the client or its gateway went away
-  void accountCompletion(fleet::ReplicaCounters& counters, int64_t output_tokens,
-                         int64_t prompt_tokens, TimeNs started, TimeNs first_byte_at,
-                         TimeNs finished, int64_t streams_at_start, int64_t streams_at_end);
   // The slot of a request id (slot and generation) that is still live.
   std::optional<uint32_t> liveSlot(uint64_t id) const;
   uint64_t engineId(uint32_t slot) const {
