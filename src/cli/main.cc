@@ -138,6 +138,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   simulate->add_option("--duration", simulate_options.duration_s,
                        "seconds of arrivals (replaces duration_s)");
+  simulate->add_option("--rate", simulate_options.rate,
+                       "open-loop arrivals per second (replaces the scenario's rate or load)");
+  simulate->add_option("--seed", simulate_options.seed, "replaces the scenario's seed");
   simulate->add_flag("!--no-progress", simulate_options.progress, "no progress bar");
   simulate->add_flag("!--no-routing-timer", simulate_options.time_routing,
                      "do not measure routing CPU per decision");

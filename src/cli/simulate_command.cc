@@ -107,6 +107,11 @@ int runSimulate(const SimulateOptions& options) {
     scenario.duration = static_cast<TimeNs>(options.duration_s * kNsPerSec);
     if (scenario.warmup >= scenario.duration) scenario.warmup = scenario.duration / 4;
   }
+  if (options.rate > 0) {
+    scenario.workload.arrivals.rate = options.rate;
+    scenario.workload.arrivals.load = 0;
+  }
+  if (options.seed > 0) scenario.seed = options.seed;
   if (!(options.scale > 0)) {
     std::fprintf(stderr, "simulate: --scale must be > 0\n");
     return 2;

@@ -5,6 +5,7 @@
 // the simulated-time speed goes to stderr.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,8 @@ struct SimulateOptions {
   std::vector<std::string> strategies;  // replaces the scenario's list when given
   double scale = 1;       // multiplies every fleet count, replica event and open-loop rate
   double duration_s = 0;  // > 0: replaces the scenario's duration_s
+  double rate = 0;        // > 0: the open-loop rate in requests/s (replaces rate or load)
+  uint64_t seed = 0;      // > 0: replaces the scenario's seed
   bool progress = true;
   bool time_routing = true;  // measure the CPU time of each routing decision
 };
