@@ -145,7 +145,9 @@ int runSimulate(const SimulateOptions& options) {
       }
       ProgressBar bar(options.progress, strategy);
       run.progress = [&bar](const sim::Progress& p) { bar.update(p); };
+      const TimeNs run_started = wallNow();
       set.runs.push_back(sim::runSimulation(one, run));
+      set.runs.back().wall_seconds = static_cast<double>(wallNow() - run_started) / 1e9;
       bar.done();
     }
   } catch (const ConfigError& e) {

@@ -134,9 +134,13 @@ std::string formatSummary(const RunSet& set) {
   for (const RunResult& run : set.runs) {
     const double sim_s = static_cast<double>(run.simulated) / 1e9;
     out += fmt::format(
-        "  {:<26} {} events, {:.0f} simulated s; queue depth p99 {} max {}; health exclusions {}"
-        "{}{}{}{}\n",
-        run.strategy, run.events, sim_s, ms(run.queue_depth.percentile(99)),
+        "  {:<26} {} events, {:.0f} simulated s{}; queue depth p99 {} max {}; health exclusions "
+        "{}{}{}{}{}\n",
+        run.strategy, run.events, sim_s,
+        run.wall_seconds > 0 ? fmt::format(" in {:.1f} wall s ({:.1f}x real time)",
+                                           run.wall_seconds, sim_s / run.wall_seconds)
+                             : "",
+        ms(run.queue_depth.percentile(99)),
         ms(run.queue_depth.max()), run.health_exclusions,
         run.capacity_convergence_s >= 0
             ? fmt::format("; capacity learned within 10 % after {:.0f} s",
@@ -202,6 +206,7 @@ std::string formatSummaryJson(const RunSet& set) {
     out += fmt::format("      \"rate\": {},\n", num(run.rate));
     out += fmt::format("      \"simulated_seconds\": {},\n      \"events\": {},\n",
                        num(static_cast<double>(run.simulated) / 1e9), run.events);
+    out += fmt::format("      \"wall_seconds\": {},\n", num(run.wall_seconds));
     out += fmt::format(
         "      \"requests\": {},\n      \"ok\": {},\n      \"refused\": {},\n"
         "      \"failed\": {},\n",

@@ -76,6 +76,7 @@ struct RunResult {
   // Engine queue depth (waiting requests), sampled per replica every 100 ms over the window.
   Distribution queue_depth;
   int64_t decisions = 0;
+  double wall_seconds = 0;  // set by the caller that timed the run (0: not timed)
   int64_t health_exclusions = 0;
   int64_t shared_state_degraded = 0;  // admission or sync calls answered degraded
   AddedReplicas added;
