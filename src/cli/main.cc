@@ -3,6 +3,8 @@
 
 #include "cli/bench_command.h"
 #include "cli/demo_command.h"
+#include "cli/optimize_command.h"
+#include "cli/profile_command.h"
 #include "cli/simulate_command.h"
 #include "core/version.h"
 #include "engine/engine_command.h"
@@ -145,7 +147,15 @@ int main(int argc, char** argv) {
   simulate->add_flag("!--no-routing-timer", simulate_options.time_routing,
                      "do not measure routing CPU per decision");
 
+  // profile, gen-profile, optimize: the GPU-mix optimizer (docs/optimizer.md).
+  int command_exit = 0;
+  switchyard::cli::addProfileCommands(app, command_exit);
+  switchyard::cli::addOptimizeCommand(app, command_exit);
+
   CLI11_PARSE(app, argc, argv);
+  for (const char* name : {"profile", "gen-profile", "optimize"}) {
+    if (app.got_subcommand(name)) return command_exit;
+  }
   if (simulate->parsed()) return switchyard::cli::runSimulate(simulate_options);
   if (demo->parsed()) return switchyard::cli::runDemo(demo_options);
   if (bench->parsed()) return switchyard::cli::runBench(bench_options);
