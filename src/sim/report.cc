@@ -311,10 +311,13 @@ std::string formatSecondsCsv(const RunResult& run) {
 
 std::string formatPlotScript(const RunSet& set, const std::string& dir) {
   // One PNG per figure, every strategy on it; per-GPU figures draw one line per strategy x type.
+  // Each line picks its group's rows out of the CSV and maps the others to NaN: NaN must count as
+  // missing (skipped) rather than undefined, which would break the line at every other row and
+  // draw nothing. A `null` field (no value) is not a number, so its point is skipped too.
   std::string out = fmt::format(
       "set terminal pngcairo size 1000,560 noenhanced\nset datafile separator ','\n"
       "set key outside right\nset grid\nset xlabel 'simulated time (s)'\n"
-      "set datafile missing 'null'\n");
+      "set datafile missing NaN\n");
   auto plot = [&](const std::string& file, const std::string& title, const std::string& ylabel,
                   const std::string& column, bool by_gpu, bool log_y = false) {
     out += fmt::format("set output '{}/{}'\nset title '{} ({})'\nset ylabel '{}'\n{}", dir, file,

@@ -69,6 +69,10 @@ TEST(SimulateIntegrationTest, WritesTheSummaryJsonSeriesAndPlots) {
         "lb_sample_2-seconds.csv", "least-request-requests.csv", "plots.gp"}) {
     EXPECT_TRUE(std::filesystem::exists(dir / "out" / file)) << file;
   }
+  // Each plotted line keeps its group's rows and maps the others to NaN, which gnuplot must skip
+  // as missing: as undefined values they would break the line everywhere and leave it empty.
+  EXPECT_NE(readFile(dir / "out" / "plots.gp").find("set datafile missing NaN"),
+            std::string::npos);
   // The same scenario and seed give the same figures.
   auto again =
       spawnSwitchyard({"simulate", "--scenario", scenario.path(), "--summary-json",
