@@ -96,13 +96,20 @@ TimeNs BatchingModel::nextEventTime() const {
   return end;
 }
 
-void BatchingModel::cancel(RequestId id, TimeNs /*now*/) {
+void BatchingModel::cancel(RequestId id, TimeNs now) {
   auto it = seqs_.find(id);
   if (it == seqs_.end()) return;
   lookahead_at_ = -1;
   Seq* seq = &it->second;
-  if (seq->lazy) leave(*seq, group_in_step_);  // the others stay in the group
+  // A member of the decoding group is brought up to date first (the others stay in the group),
+  // so the tokens computed for it count.
+  if (seq->lazy) leave(*seq, group_in_step_);
   eager_.erase(std::remove(eager_.begin(), eager_.end(), seq), eager_.end());
+  ++aborted_;
+  aborted_tokens_ += seq->num_computed;
+  if (seq->first_scheduled >= 0 && now > seq->first_scheduled) {
+    aborted_running_seconds_ += static_cast<double>(now - seq->first_scheduled) / 1e9;
+  }
   std::replace(step_.begin(), step_.end(), seq, static_cast<Seq*>(nullptr));
   running_.erase(std::remove(running_.begin(), running_.end(), seq), running_.end());
   waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), seq), waiting_.end());
@@ -567,6 +574,9 @@ EngineLoad BatchingModel::load() const {
   load.kv_capacity_tokens = config_.kvCapacityTokens();
   load.prefix_cache_queries_total = prefix_queries_;
   load.prefix_cache_hits_total = prefix_hits_;
+  load.aborted_requests_total = aborted_;
+  load.aborted_running_seconds_total = aborted_running_seconds_;
+  load.aborted_computed_tokens_total = aborted_tokens_;
   return load;
 }
 

@@ -11,6 +11,7 @@
 
 #include "fleet/routing_knobs_config.h"
 #include "gateway/admission_config.h"
+#include "gateway/slo_config.h"
 #include "gateway/config_values.h"
 #include "gateway/shared_state_config.h"
 #include "health/health_config.h"
@@ -133,6 +134,9 @@ fleet::ModelSpec parseModel(const YAML::Node& node, size_t index, const GatewayC
   if (!node["name"]) throw ConfigError(where + ".name: required");
   model.name = scalar<std::string>(node["name"], where + ".name");
   if (model.name.empty()) throw ConfigError(where + ".name: must not be empty");
+  if (const YAML::Node slo = node["slo"]) {
+    model.slo = parseSloProfiles(slo, where + ".slo", model.name);
+  }
   if (node["routing_strategy"]) {
     model.routing_strategy = scalar<std::string>(node["routing_strategy"],
                                                  where + ".routing_strategy");

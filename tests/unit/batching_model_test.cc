@@ -299,6 +299,26 @@ TEST(BatchingModelTest, WithoutChunkedPrefillPrefillStepsPauseTheDecodes) {
   EXPECT_GT(events[1].time - events[0].time, model.stepDurationNs(3000, 3000) - 1);
 }
 
+// A request cancelled while it decodes in the lazy group: the tokens computed for it (prompt and
+// output so far) are counted as given up, as the step-by-step path counts them.
+TEST(BatchingModelTest, ACancelledGroupMemberCountsTheTokensComputedForIt) {
+  const PerfConfig c = config("A100");
+  auto abortedTokens = [&](bool lazy) {
+    BatchingModel model(c);
+    model.setDetail(BatchingModel::Detail::kMilestones, lazy);
+    model.submit(ModelRequest{1, 32, 500, {}}, 0);
+    model.submit(ModelRequest{2, 32, 500, {}}, 0);
+    std::vector<TokenEvent> events;
+    model.advance(500 * kMs, events);
+    model.cancel(1, 500 * kMs);
+    EXPECT_EQ(model.load().aborted_requests_total, 1);
+    return model.load().aborted_computed_tokens_total;
+  };
+  const int64_t eager = abortedTokens(false);
+  EXPECT_GT(eager, 32 + 10);  // the prompt and a good many decoded tokens
+  EXPECT_EQ(abortedTokens(true), eager);
+}
+
 // Random arrivals, cancels and a small KV cache (preemptions), with and without prefix caching:
 // the milestone path with lazy plain steps reports exactly what the step-by-step path does, and
 // every-token mode's first and last tokens are the milestones.
@@ -372,6 +392,12 @@ TEST(BatchingModelTest, LazyPlainStepsMatchTheStepByStepPath) {
         EXPECT_EQ(eager.loads[i].preemptions_total, lazy.loads[i].preemptions_total) << i;
         EXPECT_EQ(eager.loads[i].generated_tokens_total, lazy.loads[i].generated_tokens_total);
         EXPECT_DOUBLE_EQ(eager.loads[i].busy_seconds_total, lazy.loads[i].busy_seconds_total);
+        // A cancelled member of the decoding group counts the tokens computed for it.
+        EXPECT_EQ(eager.loads[i].aborted_requests_total, lazy.loads[i].aborted_requests_total);
+        EXPECT_EQ(eager.loads[i].aborted_computed_tokens_total,
+                  lazy.loads[i].aborted_computed_tokens_total) << i;
+        EXPECT_DOUBLE_EQ(eager.loads[i].aborted_running_seconds_total,
+                         lazy.loads[i].aborted_running_seconds_total);
       }
       // Every-token mode: the same first tokens and finishes at the same times.
       std::vector<TokenEvent> milestones;
