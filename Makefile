@@ -2,7 +2,8 @@
 JOBS ?= $(shell nproc)
 
 .PHONY: deps build build-debug test test-release test-debug tsan demo bench bench-faults \
-	bench-hetero bench-stampede bench-optimizer bench-chaos bench-control-plane bench-slo clean
+	bench-hetero bench-stampede bench-sim bench-optimizer bench-chaos bench-control-plane bench-slo \
+	clean
 
 deps:
 	bash scripts/install-deps.sh
@@ -55,6 +56,11 @@ bench-stampede: build
 # SLO_* and SURGE_* knobs: see bench/e2e/slo.sh and bench/e2e/surge.py.
 bench-slo: build
 	bash bench/e2e/slo.sh
+
+# The fleet simulator's studies 1-3 at a reduced size (a few minutes): summaries, CSV, JSON and
+# PNG in build/bench-sim/. BENCH_SIM_SCALE: see bench/sim/bench-sim.sh; docs/simulation.md.
+bench-sim: build
+	bash bench/sim/bench-sim.sh
 
 # The GPU-mix optimizer on the product page's experiment (A10 + L20, chat + long prompts, P99
 # TPOT 50 ms): recommended mix vs the cheapest homogeneous fleet, the mix run on emulated engines,

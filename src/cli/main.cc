@@ -5,6 +5,7 @@
 #include "cli/demo_command.h"
 #include "cli/optimize_command.h"
 #include "cli/profile_command.h"
+#include "cli/simulate_command.h"
 #include "core/version.h"
 #include "engine/engine_command.h"
 #include "gateway/gateway.h"
@@ -58,6 +59,12 @@ int main(int argc, char** argv) {
                          "Initial faults as JSON, as for POST /admin/faults");
   engine_cmd->add_flag("--no-prefix-caching", engine_options->no_prefix_caching,
                        "Disable prefix caching");
+  engine_cmd->add_option("--num-scheduler-steps", engine_options->num_scheduler_steps,
+                         "Decode steps per scheduling decision (vLLM multi-step scheduling)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  engine_cmd->add_flag("--no-chunked-prefill", engine_options->no_chunked_prefill,
+                       "Prefill whole prompts in prefill-only steps (vLLM V0's scheduler)");
   engine_cmd->add_flag("--profile-table", engine_options->profile_table,
                        "Print predicted tokens/s per GPU for --model and exit");
   engine_cmd->add_option("--table-prompt-tokens", engine_options->table_prompt_tokens)
@@ -116,6 +123,32 @@ int main(int argc, char** argv) {
   demo->add_option("--strategies", demo_options.strategies, "routing strategies to compare")
       ->delimiter(',');
 
+  // simulate: the fleet simulator (src/cli/simulate_command.h, docs/simulation.md).
+  switchyard::cli::SimulateOptions simulate_options;
+  CLI::App* simulate =
+      app.add_subcommand("simulate", "Simulate a fleet and its gateways on a virtual clock");
+  simulate->add_option("--scenario", simulate_options.scenario_path, "scenario YAML file")
+      ->required()
+      ->check(CLI::ExistingFile);
+  simulate->add_option("-o,--out", simulate_options.out_dir,
+                       "directory for the summary, CSV series and PNG plots");
+  simulate->add_option("--summary-json", simulate_options.summary_json,
+                       "write the run's figures as JSON");
+  simulate->add_option("--strategies", simulate_options.strategies,
+                       "strategies to run (replaces the scenario's list)")
+      ->delimiter(',');
+  simulate->add_option("--scale", simulate_options.scale,
+                       "multiply the fleet, replica events and the open-loop rate")
+      ->capture_default_str();
+  simulate->add_option("--duration", simulate_options.duration_s,
+                       "seconds of arrivals (replaces duration_s)");
+  simulate->add_option("--rate", simulate_options.rate,
+                       "open-loop arrivals per second (replaces the scenario's rate or load)");
+  simulate->add_option("--seed", simulate_options.seed, "replaces the scenario's seed");
+  simulate->add_flag("!--no-progress", simulate_options.progress, "no progress bar");
+  simulate->add_flag("!--no-routing-timer", simulate_options.time_routing,
+                     "do not measure routing CPU per decision");
+
   // profile, gen-profile, optimize: the GPU-mix optimizer (docs/optimizer.md).
   int command_exit = 0;
   switchyard::cli::addProfileCommands(app, command_exit);
@@ -125,6 +158,7 @@ int main(int argc, char** argv) {
   for (const char* name : {"profile", "gen-profile", "optimize"}) {
     if (app.got_subcommand(name)) return command_exit;
   }
+  if (simulate->parsed()) return switchyard::cli::runSimulate(simulate_options);
   if (demo->parsed()) return switchyard::cli::runDemo(demo_options);
   if (bench->parsed()) return switchyard::cli::runBench(bench_options);
   if (gateway->parsed()) return switchyard::gateway::runGateway(gateway_options);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 namespace switchyard::engine {
@@ -13,20 +14,29 @@ BatchingModel::BatchingModel(PerfConfig config) : config_(std::move(config)) {
       !(config_.kv_bytes_per_token > 0) || config_.kv_blocks < 1 || config_.block_size < 1 ||
       config_.max_num_seqs < 1 || config_.max_num_batched_tokens < 1 ||
       !(config_.compute_efficiency > 0) || !(config_.bandwidth_efficiency > 0) ||
-      config_.step_overhead_ns < 0) {
+      config_.step_overhead_ns < 0 || config_.seq_overhead_ns < 0 ||
+      config_.request_overhead_ns < 0 || config_.num_scheduler_steps < 1) {
     throw std::invalid_argument(
         fmt::format("invalid performance config for {} on {}", config_.model, config_.gpu));
   }
   free_blocks_ = config_.kv_blocks;
+  step_overhead_ns_ = config_.step_overhead_ns;
+  seq_overhead_ns_ = config_.seq_overhead_ns;
+  compute_ns_per_token_ =
+      2.0 * config_.params / (config_.peak_flops * config_.compute_efficiency) * 1e9;
+  const double bandwidth = config_.bandwidth_bytes_per_s * config_.bandwidth_efficiency;
+  memory_ns_base_ = config_.weight_bytes / bandwidth * 1e9;
+  memory_ns_per_context_token_ = config_.kv_bytes_per_token / bandwidth * 1e9;
 }
 
-TimeNs BatchingModel::stepDurationNs(int64_t batched_tokens, int64_t context_tokens) const {
-  const double compute_s = 2.0 * config_.params * static_cast<double>(batched_tokens) /
-                           (config_.peak_flops * config_.compute_efficiency);
-  const double memory_s =
-      (config_.weight_bytes + static_cast<double>(context_tokens) * config_.kv_bytes_per_token) /
-      (config_.bandwidth_bytes_per_s * config_.bandwidth_efficiency);
-  const double step_ns = std::max(compute_s, memory_s) * 1e9 + config_.step_overhead_ns;
+TimeNs BatchingModel::stepDurationNs(int64_t batched_tokens, int64_t context_tokens,
+                                     int64_t sequences) const {
+  // The roofline, with its coefficients resolved at construction (header comment).
+  const double compute_ns = compute_ns_per_token_ * static_cast<double>(batched_tokens);
+  const double memory_ns =
+      memory_ns_base_ + memory_ns_per_context_token_ * static_cast<double>(context_tokens);
+  const double step_ns = std::max(compute_ns, memory_ns) + static_cast<double>(step_overhead_ns_) +
+                         static_cast<double>(sequences * seq_overhead_ns_);
   return std::max<TimeNs>(1, std::llround(step_ns * slowdown_));
 }
 
@@ -37,6 +47,7 @@ TimeNs BatchingModel::prefillOnlyNs(int tokens) const {
 void BatchingModel::setSlowdown(double factor) {
   // Applies from the next step on; the step in flight was already launched.
   slowdown_ = factor > 0 && std::isfinite(factor) ? factor : 1;
+  lookahead_at_ = -1;
 }
 
 void BatchingModel::submit(const ModelRequest& request, TimeNs now) {
@@ -49,16 +60,51 @@ void BatchingModel::submit(const ModelRequest& request, TimeNs now) {
   seq.max_tokens = std::clamp(request.max_tokens, 1, std::max(1, capacity - seq.prompt_tokens));
   if (config_.prefix_caching) seq.block_hashes = request.block_hashes;
   seq.arrival = now;
+  seq.ready = now + config_.request_overhead_ns;
+  lookahead_at_ = -1;
   auto [it, inserted] = seqs_.emplace(request.id, std::move(seq));
   if (!inserted) return;  // duplicate id: the driver's bug; keep the first
+  if (config_.request_overhead_ns > 0) {
+    pending_.push_back(&it->second);  // startStep() moves it on once it is ready
+    return;
+  }
   waiting_.push_back(&it->second);
   if (!in_step_) startStep(now);
+}
+
+TimeNs BatchingModel::nextEventTime() const {
+  if (!in_step_) return pending_.empty() ? -1 : pending_.front()->ready;
+  // With milestones, a run of group-only steps (nothing else running, waiting or about to be)
+  // reports nothing until a member finishes or a KV shortage changes the schedule: the end of
+  // that step, found by pricing the steps ahead exactly as startStep() would.
+  if (!group_in_step_ || !step_.empty() || !waiting_.empty() || !pending_.empty()) {
+    return step_end_;
+  }
+  if (lookahead_at_ >= 0) return lookahead_at_;
+  const int64_t bs = config_.block_size;
+  const int64_t top = next_finish_at_;
+  int64_t free = free_blocks_ + evictable_blocks_;
+  TimeNs end = step_end_;
+  constexpr int64_t kHorizon = 4096;  // steps priced at most per call
+  for (int64_t step = group_steps_ + 1; step < top && step - group_steps_ < kHorizon; ++step) {
+    const int32_t due = dueAt(step % bs);
+    if (due > free) break;  // a preemption: the step-by-step path decides that step
+    free -= due;
+    end += stepDurationNs(group_size_, group_sum_ + group_size_ * (step + 1), group_size_);
+  }
+  lookahead_at_ = end;
+  return end;
 }
 
 void BatchingModel::cancel(RequestId id, TimeNs now) {
   auto it = seqs_.find(id);
   if (it == seqs_.end()) return;
+  lookahead_at_ = -1;
   Seq* seq = &it->second;
+  // A member of the decoding group is brought up to date first (the others stay in the group),
+  // so the tokens computed for it count.
+  if (seq->lazy) leave(*seq, group_in_step_);
+  eager_.erase(std::remove(eager_.begin(), eager_.end(), seq), eager_.end());
   ++aborted_;
   aborted_tokens_ += seq->num_computed;
   if (seq->first_scheduled >= 0 && now > seq->first_scheduled) {
@@ -67,15 +113,24 @@ void BatchingModel::cancel(RequestId id, TimeNs now) {
   std::replace(step_.begin(), step_.end(), seq, static_cast<Seq*>(nullptr));
   running_.erase(std::remove(running_.begin(), running_.end(), seq), running_.end());
   waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), seq), waiting_.end());
+  pending_.erase(std::remove(pending_.begin(), pending_.end(), seq), pending_.end());
   release(*seq);
   seqs_.erase(it);
 }
 
 void BatchingModel::advance(TimeNs now, std::vector<TokenEvent>& events) {
-  while (in_step_ && step_end_ <= now) {
-    const TimeNs end = step_end_;
-    finishStep(events);
-    startStep(end);
+  if (lookahead_at_ >= 0 && lookahead_at_ <= now) lookahead_at_ = -1;  // reached: price anew
+  for (;;) {
+    if (in_step_) {
+      if (step_end_ > now) return;
+      const TimeNs end = step_end_;
+      finishStep(events);
+      startStep(end);
+    } else if (!pending_.empty() && pending_.front()->ready <= now) {
+      startStep(pending_.front()->ready);  // idle until a request became schedulable
+    } else {
+      return;
+    }
   }
 }
 
@@ -158,22 +213,20 @@ void BatchingModel::shareFullBlocks(Seq& seq) {
   }
 }
 
-void BatchingModel::startStep(TimeNs at) {
-  in_step_ = false;
-  step_.clear();
-  int budget = config_.max_num_batched_tokens;
-  bool preempted = false;
-  int64_t batched = 0;
-  int64_t context = 0;
-  auto schedule = [&](Seq* seq, int tokens) {
-    seq->scheduled = tokens;
-    if (seq->first_scheduled < 0) seq->first_scheduled = at;
-    budget -= tokens;
-    batched += tokens;
-    context += seq->num_computed + tokens;
-    step_.push_back(seq);
-  };
+void BatchingModel::schedule(Seq* seq, int tokens, TimeNs at, StepPlan& plan, int& budget) {
+  seq->scheduled = tokens;
+  if (seq->first_scheduled < 0) seq->first_scheduled = at;
+  budget -= tokens;
+  plan.batched += tokens;
+  plan.context += seq->num_computed + tokens;
+  plan.prefill |= seq->numTokens() - seq->num_computed > 1;
+  step_.push_back(seq);
+}
 
+// Running requests in admission order; preempts the newest on a KV shortage. Returns whether
+// something was preempted.
+bool BatchingModel::scheduleRunningDecodes(TimeNs at, StepPlan& plan, int& budget) {
+  bool preempted = false;
   for (size_t i = 0; i < running_.size() && budget > 0;) {
     Seq* seq = running_[i];
     const int tokens = std::min(seq->numTokens() - seq->num_computed, budget);
@@ -191,68 +244,322 @@ void BatchingModel::startStep(TimeNs at) {
       }
     }
     if (self_preempted) break;
-    schedule(seq, tokens);
+    schedule(seq, tokens, at, plan, budget);
     ++i;
   }
+  return preempted;
+}
 
-  while (!preempted && budget > 0 && !waiting_.empty() &&
-         static_cast<int>(running_.size()) < config_.max_num_seqs) {
-    Seq* seq = waiting_.front();
-    acquirePrefix(*seq);
-    const int cached_tokens = seq->num_computed;
-    const int tokens = std::min(seq->numTokens() - seq->num_computed, budget);
-    if (!allocate(*seq, tokens)) {
-      release(*seq);
-      break;
-    }
-    prefix_queries_ += seq->numTokens();
-    prefix_hits_ += cached_tokens;
-    waiting_.pop_front();
-    running_.push_back(seq);
-    schedule(seq, tokens);
+bool BatchingModel::admitWaiting(TimeNs at, StepPlan& plan, int& budget, bool whole) {
+  // The head of the queue, with its cached prefix: all its remaining prompt (`whole`, which must
+  // fit the budget unless it is the step's first) or a chunk of it, if its blocks can be had.
+  Seq* seq = waiting_.front();
+  acquirePrefix(*seq);
+  const int cached_tokens = seq->num_computed;
+  const int remaining = seq->numTokens() - seq->num_computed;
+  const int tokens = whole ? remaining : std::min(remaining, budget);
+  if ((whole && tokens > budget && !step_.empty()) || !allocate(*seq, tokens)) {
+    release(*seq);
+    return false;
   }
+  prefix_queries_ += seq->numTokens();
+  prefix_hits_ += cached_tokens;
+  waiting_.pop_front();
+  seq->order = next_order_++;
+  running_.push_back(seq);
+  if (groupEnabled()) eager_.push_back(seq);
+  schedule(seq, tokens, at, plan, budget);
+  return true;
+}
 
-  if (step_.empty()) return;
+void BatchingModel::scheduleChunked(TimeNs at, StepPlan& plan) {
+  int budget = config_.max_num_batched_tokens;
+  const bool preempted = scheduleRunningDecodes(at, plan, budget);
+  while (!preempted && budget > 0 && !waiting_.empty() &&
+         static_cast<int>(running_.size()) < config_.max_num_seqs &&
+         admitWaiting(at, plan, budget, false)) {
+  }
+}
+
+void BatchingModel::scheduleSeparate(TimeNs at, StepPlan& plan) {
+  // Whole prompts first, in FIFO order, while they fit the budget (the first one always does,
+  // or a prompt longer than the budget would never run), the batch and the KV cache.
+  int budget = config_.max_num_batched_tokens;
+  while (!waiting_.empty() && static_cast<int>(running_.size()) < config_.max_num_seqs &&
+         admitWaiting(at, plan, budget, true)) {
+  }
+  if (!step_.empty()) return;                // a prefill step: the running requests wait for it
+  budget = std::numeric_limits<int>::max();  // decodes are one token each, never chunked
+  scheduleRunningDecodes(at, plan, budget);
+}
+
+TimeNs BatchingModel::extendDecodes(const StepPlan& plan) {
+  // Every request in step_ decodes one token per step; find how many more steps the free KV
+  // blocks allow (up to N - 1), then allocate them and price each step (the context grows by
+  // one token per request per step).
+  const int n = static_cast<int>(step_.size());
+  int extra = config_.num_scheduler_steps - 1;
+  for (; extra > 0; --extra) {
+    int64_t needed = 0;
+    for (const Seq* seq : step_) {
+      const int64_t tokens = static_cast<int64_t>(seq->num_computed) + 1 + extra;
+      needed += (tokens + config_.block_size - 1) / config_.block_size - seq->blocksHeld();
+    }
+    if (needed <= free_blocks_ + evictable_blocks_) break;
+  }
+  TimeNs added = 0;
+  for (int k = 1; k <= extra; ++k) {
+    added += stepDurationNs(n, plan.context + static_cast<int64_t>(k) * n, n);
+  }
+  for (Seq* seq : step_) {
+    allocate(*seq, 1 + extra);  // cannot fail: checked above
+    seq->scheduled = 1 + extra;
+  }
+  step_decode_steps_ = 1 + extra;
+  return added;
+}
+
+void BatchingModel::startStep(TimeNs at) {
+  in_step_ = false;
+  group_in_step_ = false;
+  step_.clear();
+  step_decode_steps_ = 1;
+  while (!pending_.empty() && pending_.front()->ready <= at) {
+    waiting_.push_back(pending_.front());
+    pending_.pop_front();
+  }
+  StepPlan plan;
+  if (group_size_ == 0 || !planWithGroup(at, plan)) {
+    leaveAll();  // order matters this step: request by request
+    if (config_.chunked_prefill) {
+      scheduleChunked(at, plan);
+    } else {
+      scheduleSeparate(at, plan);
+    }
+  }
+  if (!group_in_step_ || !step_.empty()) lookahead_at_ = -1;
+  if (step_.empty() && !group_in_step_) return;
+  const auto seqs = static_cast<int64_t>(step_.size()) + (group_in_step_ ? group_size_ : 0);
+  TimeNs duration = stepDurationNs(plan.batched, plan.context, seqs);
+  if (config_.num_scheduler_steps > 1 && !plan.prefill) duration += extendDecodes(plan);
   in_step_ = true;
   step_start_ = at;
-  step_end_ = at + stepDurationNs(batched, context);
+  step_end_ = at + duration;
+}
+
+void BatchingModel::setDetail(Detail detail, bool lazy) {
+  leaveAll();
+  detail_ = detail;
+  lazy_enabled_ = lazy && detail == Detail::kMilestones;
+}
+
+bool BatchingModel::groupEnabled() const {
+  return lazy_enabled_ && config_.num_scheduler_steps == 1 && config_.chunked_prefill;
+}
+
+size_t BatchingModel::dueSlot(const Seq& seq) const {
+  // At the start of group step p a member has computed num_computed + (p - lazy_base) tokens
+  // and needs a new block when that count is a multiple of the block size.
+  const int64_t bs = config_.block_size;
+  return static_cast<size_t>(((seq.lazy_base - seq.num_computed) % bs + bs) % bs);
+}
+
+void BatchingModel::join(Seq& seq) {
+  const int64_t bs = config_.block_size;
+  // Decoding and holding exactly the blocks of its computed tokens (what step-by-step leaves).
+  if (seq.lazy || seq.numTokens() - seq.num_computed != 1 ||
+      seq.blocksHeld() != (seq.num_computed + bs - 1) / bs) {
+    return;
+  }
+  if (bs > static_cast<int64_t>(due_inline_.size()) && block_due_.empty()) {
+    block_due_.assign(static_cast<size_t>(bs), 0);
+  }
+  seq.lazy = true;
+  seq.lazy_base = group_steps_;
+  seq.lazy_tag = ++next_tag_;
+  ++group_size_;
+  group_sum_ += seq.num_computed - seq.lazy_base;
+  ++dueAt(dueSlot(seq));
+  finish_heap_.push_back({seq.lazy_base + (seq.max_tokens - seq.produced), seq.id, seq.lazy_tag});
+  std::push_heap(finish_heap_.begin(), finish_heap_.end(), std::greater<>());
+  next_finish_at_ = finish_heap_.front().at;
+}
+
+void BatchingModel::leave(Seq& seq, bool step_in_flight) {
+  // Bring the member up to date; during a group step in flight its block for that step is
+  // already taken.
+  const int64_t bs = config_.block_size;
+  const int64_t k = group_steps_ - seq.lazy_base;
+  --dueAt(dueSlot(seq));
+  group_sum_ -= seq.num_computed - seq.lazy_base;
+  --group_size_;
+  seq.lazy = false;
+  seq.num_computed += static_cast<int>(k);
+  seq.produced += static_cast<int>(k);
+  const int64_t held = (seq.num_computed + (step_in_flight ? 1 : 0) + bs - 1) / bs;
+  seq.private_blocks = static_cast<int>(held - static_cast<int64_t>(seq.shared.size()));
+  if (k > 0) seq.last_token = group_last_end_;
+}
+
+void BatchingModel::leaveAll() {
+  if (group_size_ == 0) return;
+  for (Seq* seq : running_) {
+    if (seq->lazy) leave(*seq, false);
+  }
+  finish_heap_.clear();
+  next_finish_at_ = std::numeric_limits<int64_t>::max();
+  eager_ = running_;
+}
+
+bool BatchingModel::planWithGroup(TimeNs at, StepPlan& plan) {
+  // Everyone's request must fit: the budget (then the order of the running requests does not
+  // decide who is served) and the free KV blocks (then nobody is preempted).
+  const int64_t bs = config_.block_size;
+  int64_t eager_tokens = 0;
+  int64_t eager_blocks = 0;
+  for (const Seq* seq : eager_) {
+    const int64_t tokens = seq->numTokens() - seq->num_computed;
+    eager_tokens += tokens;
+    eager_blocks +=
+        std::max<int64_t>(0, (seq->num_computed + tokens + bs - 1) / bs - seq->blocksHeld());
+  }
+  int budget = config_.max_num_batched_tokens;
+  if (eager_tokens + group_size_ > budget) return false;
+  const int32_t due = dueAt(group_steps_ % bs);
+  if (due + eager_blocks > free_blocks_ + evictable_blocks_) return false;
+  takeBlocks(due);
+  for (Seq* seq : eager_) {
+    const int tokens = seq->numTokens() - seq->num_computed;
+    allocate(*seq, tokens);  // cannot fail: counted above
+    schedule(seq, tokens, at, plan, budget);
+  }
+  group_in_step_ = true;
+  budget -= static_cast<int>(group_size_);
+  plan.batched += group_size_;
+  plan.context += group_sum_ + group_size_ * (group_steps_ + 1);
+  while (budget > 0 && !waiting_.empty() &&
+         static_cast<int>(running_.size()) < config_.max_num_seqs &&
+         admitWaiting(at, plan, budget, false)) {
+  }
+  return true;
+}
+
+void BatchingModel::emit(Seq& seq, bool finished, TimeNs previous_token,
+                         std::vector<TokenEvent>& events) {
+  const bool first = seq.last_token < 0 && seq.reported == 0;
+  if (detail_ == Detail::kMilestones && !first && !finished) return;
+  TokenEvent event;
+  event.id = seq.id;
+  event.tokens = seq.produced - seq.reported;
+  event.finished = finished;
+  event.time = step_end_;
+  event.arrival = seq.arrival;
+  event.first_scheduled = seq.first_scheduled;
+  event.previous_token = first ? -1 : previous_token;
+  events.push_back(event);
+  seq.reported = seq.produced;
 }
 
 void BatchingModel::finishStep(std::vector<TokenEvent>& events) {
   in_step_ = false;
   busy_seconds_ += static_cast<double>(step_end_ - step_start_) / 1e9;
   bool any_done = false;
+  // The group's members whose last token came with this step (the heap finds them; stale
+  // entries are skipped), brought up to date, in admission order.
+  finishing_.clear();
+  const bool group_step = group_in_step_;
+  if (group_in_step_) {
+    group_in_step_ = false;
+    ++group_steps_;
+    generated_ += group_size_;
+    group_last_end_ = step_end_;
+    while (next_finish_at_ <= group_steps_) {
+      const FinishEntry entry = finish_heap_.front();
+      std::pop_heap(finish_heap_.begin(), finish_heap_.end(), std::greater<>());
+      finish_heap_.pop_back();
+      next_finish_at_ =
+          finish_heap_.empty() ? std::numeric_limits<int64_t>::max() : finish_heap_.front().at;
+      auto it = seqs_.find(entry.id);
+      if (it == seqs_.end() || !it->second.lazy || it->second.lazy_tag != entry.tag) continue;
+      leave(it->second, false);
+      finishing_.push_back(&it->second);
+    }
+    std::sort(finishing_.begin(), finishing_.end(),
+              [](const Seq* a, const Seq* b) { return a->order < b->order; });
+  }
+  // Requests are finished in admission order (step_ is in it too), as the step-by-step path
+  // goes: it decides the order of the events and of the KV blocks returned to the cache.
+  size_t member = 0;
   for (Seq* seq : step_) {
     if (seq == nullptr) continue;  // cancelled during the step
+    for (; member < finishing_.size() && finishing_[member]->order < seq->order; ++member) {
+      finishMember(*finishing_[member], events);
+      any_done = true;
+    }
     seq->num_computed += seq->scheduled;
     seq->scheduled = 0;
     if (config_.prefix_caching) shareFullBlocks(*seq);
     if (seq->num_computed < seq->numTokens()) continue;  // prefill chunk: no token yet
-    ++seq->produced;
-    TokenEvent event;
-    event.id = seq->id;
-    event.tokens = 1;
-    event.finished = seq->produced >= seq->max_tokens;
-    event.time = step_end_;
-    event.arrival = seq->arrival;
-    event.first_scheduled = seq->first_scheduled;
-    event.previous_token = seq->last_token;
-    events.push_back(event);
+    // One token per computed position past the known ones: 1, or N after N decode steps,
+    // never past the request's limit.
+    const int tokens =
+        std::min(seq->num_computed - seq->numTokens() + 1, seq->max_tokens - seq->produced);
+    seq->produced += tokens;
+    generated_ += tokens;
+    seq->num_computed = seq->numTokens() - 1;  // the newest token's KV is computed next step
+    const bool finished = seq->produced >= seq->max_tokens;
+    emit(*seq, finished, seq->last_token, events);
     seq->last_token = step_end_;
-    if (event.finished) {
+    if (finished) {
       release(*seq);
       seq->done = true;
       any_done = true;
     }
   }
-  step_.clear();
-  if (!any_done) return;
-  running_.erase(
-      std::remove_if(running_.begin(), running_.end(), [](const Seq* s) { return s->done; }),
-      running_.end());
-  for (auto it = seqs_.begin(); it != seqs_.end();) {
-    it = it->second.done ? seqs_.erase(it) : std::next(it);
+  for (; member < finishing_.size(); ++member) {
+    finishMember(*finishing_[member], events);
+    any_done = true;
   }
+  if (any_done || !finishing_.empty()) lookahead_at_ = -1;
+  // Requests that decode from the next step on join the group; eager_ keeps the others.
+  if (groupEnabled()) {
+    for (Seq* seq : step_) {
+      if (seq != nullptr && !seq->done) join(*seq);
+    }
+    if (!group_step) {
+      eager_.clear();  // a step request by request: running_ may have changed in any way
+      for (Seq* seq : running_) {
+        if (!seq->lazy && !seq->done) eager_.push_back(seq);
+      }
+    } else {
+      eager_.erase(std::remove_if(eager_.begin(), eager_.end(),
+                                  [](const Seq* s) { return s->lazy || s->done; }),
+                   eager_.end());
+    }
+  }
+  if (any_done) {
+    // The finished ones, known without looking at every running request (each look is a cache
+    // miss): running_ is scanned by pointer only.
+    done_ptrs_.clear();
+    for (Seq* seq : finishing_) done_ptrs_.push_back(seq);
+    for (Seq* seq : step_) {
+      if (seq != nullptr && seq->done) done_ptrs_.push_back(seq);
+    }
+    std::sort(done_ptrs_.begin(), done_ptrs_.end());
+    running_.erase(
+        std::remove_if(
+            running_.begin(), running_.end(),
+            [this](Seq* s) { return std::binary_search(done_ptrs_.begin(), done_ptrs_.end(), s); }),
+        running_.end());
+    for (Seq* seq : done_ptrs_) seqs_.erase(seq->id);  // their pointers are not used again
+  }
+  step_.clear();
+}
+
+void BatchingModel::finishMember(Seq& seq, std::vector<TokenEvent>& events) {
+  emit(seq, true, step_start_, events);
+  release(seq);
+  seq.done = true;
 }
 
 EngineLoad BatchingModel::load() const {
@@ -263,6 +570,7 @@ EngineLoad BatchingModel::load() const {
                             static_cast<double>(config_.kv_blocks);
   load.preemptions_total = preemptions_;
   load.busy_seconds_total = busy_seconds_;
+  load.generated_tokens_total = generated_;
   load.kv_capacity_tokens = config_.kvCapacityTokens();
   load.prefix_cache_queries_total = prefix_queries_;
   load.prefix_cache_hits_total = prefix_hits_;

@@ -1,7 +1,9 @@
-// BatchingModel: an EngineModel that behaves like a continuous-batching engine (vLLM V1's
-// scheduler, simplified) with step durations from a roofline of the GPU's spec-sheet figures.
+// BatchingModel: an EngineModel that behaves like a continuous-batching engine (vLLM's scheduler,
+// simplified) with step durations from a roofline of the GPU's spec-sheet figures.
 //
-// Scheduling, once per step (a step starts when the previous one ends, or on a submit when idle):
+// A submitted request becomes schedulable `request_overhead` later (API server, tokenisation,
+// input processing). Scheduling, once per step (a step starts when the previous one ends, or when
+// a request becomes schedulable while idle), with chunked prefill (vLLM V1, the default):
 //  - running requests first, in admission order: a decoding request needs one token, a request
 //    still in (chunked) prefill needs min(remaining prompt, token budget); the token budget per
 //    step is max_num_batched_tokens. A request whose new tokens need KV blocks that are not free
@@ -10,21 +12,42 @@
 //  - then, if nothing was preempted, waiting requests in FIFO order while the batch has fewer
 //    than max_num_seqs requests, budget is left and their blocks can be allocated. With prefix
 //    caching, the leading prompt blocks already cached are reused and not prefilled again.
+// Without chunked prefill (vLLM V0's default scheduler) waiting requests are prefilled whole, in
+// prefill-only steps that run before any decode (the running requests wait); decodes run in the
+// steps with nothing to prefill. With num_scheduler_steps N > 1 (vLLM's multi-step scheduling) a
+// step with nothing to prefill runs N decode steps back to back: the batch is fixed for the N
+// steps and every request's tokens of the N steps are delivered together at the end (a request
+// that reaches its last token early still occupies its slot until then).
 // KV cache: fixed-size blocks (PerfConfig::block_size tokens); a request holds
 // ceil(computed tokens / block size) blocks. Full prompt blocks become shared cache entries;
 // unreferenced entries stay cached (counted as free) until evicted least-recently-used first.
 //
-// Step duration (the roofline), for T tokens in the batch attending to C context tokens:
+// Step duration (the roofline), for T tokens of S requests in the batch attending to C context
+// tokens:
 //   compute = 2 * params * T / (peak FLOPs * compute efficiency)
 //   memory  = (weight bytes + C * KV bytes per token) / (bandwidth * bandwidth efficiency)
-//   step    = (max(compute, memory) + per-step overhead) * slowdown
+//   step    = (max(compute, memory) + per-step overhead + S * per-sequence overhead) * slowdown
 // At the end of a step every request whose known tokens are all computed samples one token.
 //
+// What advance() reports is either every token (the HTTP emulator streams them) or, with
+// Detail::kMilestones (the fleet simulator), only each request's first token and its last one. In
+// that mode (chunked prefill, one step per decision) the requests that are decoding form a lazy
+// group: each one's progress is the number of group steps since it joined, the group's KV blocks
+// are taken in one sum per step (a table says how many members cross a block boundary at which
+// step), and a heap says when the next member finishes. A step then costs O(1) for the group plus
+// O(log n) per request that joins (its first token) or leaves (its last), and the group falls back
+// to request-by-request scheduling only when order would matter: a KV shortage (preemption) or
+// prefills that do not all fit the token budget. The events and load are exactly those of the
+// step-by-step path (a unit test compares the two).
+//
 // Pure and deterministic: no clock, no randomness, no I/O. Single-threaded. Costs per step are
-// O(running requests); memory O(live requests + cached blocks).
+// O(running requests), with milestones O(requests not decoding) plus O(log n) per request joining
+// or leaving the group; memory O(live requests + cached blocks).
 #pragma once
 
+#include <array>
 #include <deque>
+#include <limits>
 #include <map>
 #include <unordered_map>
 #include <vector>
@@ -42,15 +65,21 @@ class BatchingModel final : public EngineModel {
   void submit(const ModelRequest& request, TimeNs now) override;
   void cancel(RequestId id, TimeNs now) override;
   void advance(TimeNs now, std::vector<TokenEvent>& events) override;
-  TimeNs nextEventTime() const override { return in_step_ ? step_end_ : -1; }
+  TimeNs nextEventTime() const override;
   EngineLoad load() const override;
   void setSlowdown(double factor) override;
   TimeNs prefillOnlyNs(int tokens) const override;
 
+  // Detail of advance()'s events (header comment). kMilestones with `lazy` false runs every step
+  // request by request (for tests comparing the two).
+  enum class Detail : uint8_t { kEveryToken, kMilestones };
+  void setDetail(Detail detail, bool lazy = true);
+
   const PerfConfig& config() const { return config_; }
-  // The roofline step time for `batched_tokens` new tokens attending to `context_tokens`,
-  // including overhead and the current slowdown.
-  TimeNs stepDurationNs(int64_t batched_tokens, int64_t context_tokens) const;
+  // The roofline step time for `batched_tokens` new tokens of `sequences` requests attending to
+  // `context_tokens`, including overheads and the current slowdown.
+  TimeNs stepDurationNs(int64_t batched_tokens, int64_t context_tokens,
+                        int64_t sequences = 1) const;
 
  private:
   struct Seq {
@@ -63,7 +92,13 @@ class BatchingModel final : public EngineModel {
     std::vector<uint64_t> block_hashes;
     std::vector<uint64_t> shared;  // cache entries held: always the first blocks of the prompt
     int private_blocks = 0;
+    int reported = 0;       // output tokens already reported in events (milestones)
+    uint64_t order = 0;     // admission sequence number: running_ is in this order
+    bool lazy = false;      // in the decoding group: num_computed and produced are as of joining
+    int64_t lazy_base = 0;  // group_steps_ when it joined
+    uint32_t lazy_tag = 0;  // tells its live finish-heap entry from stale ones
     TimeNs arrival = 0;
+    TimeNs ready = 0;  // schedulable from (arrival + request overhead)
     TimeNs first_scheduled = -1;
     TimeNs last_token = -1;
     bool done = false;
@@ -77,7 +112,38 @@ class BatchingModel final : public EngineModel {
   };
 
   void startStep(TimeNs at);
+  // The two schedulers (header comment); each fills step_ and the step's totals.
+  struct StepPlan {
+    int64_t batched = 0;
+    int64_t context = 0;
+    bool prefill = false;  // some scheduled request is (re)computing its prompt
+  };
+  void scheduleChunked(TimeNs at, StepPlan& plan);
+  void scheduleSeparate(TimeNs at, StepPlan& plan);
+  bool scheduleRunningDecodes(TimeNs at, StepPlan& plan, int& budget);
+  bool admitWaiting(TimeNs at, StepPlan& plan, int& budget, bool whole);
+  void schedule(Seq* seq, int tokens, TimeNs at, StepPlan& plan, int& budget);
+  // Multi-step: extends a decode-only step to up to N steps; returns the added duration.
+  TimeNs extendDecodes(const StepPlan& plan);
   void finishStep(std::vector<TokenEvent>& events);
+  void emit(Seq& seq, bool finished, TimeNs previous_token, std::vector<TokenEvent>& events);
+  // The decoding group (milestones): header comment.
+  bool groupEnabled() const;
+  void join(Seq& seq);
+  void leave(Seq& seq, bool step_in_flight);
+  void leaveAll();
+  bool planWithGroup(TimeNs at, StepPlan& plan);
+  void finishMember(Seq& seq, std::vector<TokenEvent>& events);
+  size_t dueSlot(const Seq& seq) const;  // the residue of the group step it needs a block at
+  // Members needing a block at group steps of this residue (mod block size).
+  int32_t& dueAt(int64_t residue) {
+    const auto r = static_cast<size_t>(residue);
+    return r < due_inline_.size() ? due_inline_[r] : block_due_[r];
+  }
+  int32_t dueAt(int64_t residue) const {
+    const auto r = static_cast<size_t>(residue);
+    return r < due_inline_.size() ? due_inline_[r] : block_due_[r];
+  }
   bool allocate(Seq& seq, int new_tokens);
   bool takeBlocks(int64_t count);
   void release(Seq& seq);
@@ -86,14 +152,28 @@ class BatchingModel final : public EngineModel {
   void shareFullBlocks(Seq& seq);
 
   PerfConfig config_;
+  // Hot state of a step, together: the roofline's coefficients (from config_), the group.
+  double compute_ns_per_token_ = 0;
+  double memory_ns_base_ = 0;
+  double memory_ns_per_context_token_ = 0;
+  TimeNs step_overhead_ns_ = 0;
+  TimeNs seq_overhead_ns_ = 0;
   double slowdown_ = 1;
+  bool group_in_step_ = false;  // the step in flight decodes the group
+  int64_t group_steps_ = 0;     // steps the group has decoded
+  int64_t group_size_ = 0;
+  int64_t group_sum_ = 0;  // Σ (num_computed − lazy_base) over the members
+  int64_t next_finish_at_ = std::numeric_limits<int64_t>::max();  // the heap's top
+  std::array<int32_t, 32> due_inline_{};     // block_due_ for block sizes up to 32
   std::unordered_map<RequestId, Seq> seqs_;  // element addresses are stable
+  std::deque<Seq*> pending_;  // submitted, not schedulable yet (request overhead); FIFO
   std::deque<Seq*> waiting_;
   std::vector<Seq*> running_;  // admission order
   std::vector<Seq*> step_;     // scheduled in the step in flight; nullptr once cancelled
   bool in_step_ = false;
   TimeNs step_start_ = 0;
   TimeNs step_end_ = 0;
+  int step_decode_steps_ = 1;  // decode steps in the step in flight (multi-step)
 
   int64_t free_blocks_ = 0;
   int64_t evictable_blocks_ = 0;
@@ -103,6 +183,26 @@ class BatchingModel final : public EngineModel {
 
   int64_t preemptions_ = 0;
   double busy_seconds_ = 0;
+  int64_t generated_ = 0;
+
+  Detail detail_ = Detail::kEveryToken;
+  bool lazy_enabled_ = false;
+  uint64_t next_order_ = 0;
+  // The decoding group.
+  struct FinishEntry {
+    int64_t at = 0;  // group_steps_ at which the member has its last token
+    RequestId id = 0;
+    uint32_t tag = 0;
+    bool operator>(const FinishEntry& o) const { return at > o.at; }
+  };
+  TimeNs group_last_end_ = -1;  // the end of the group's last step
+  uint32_t next_tag_ = 0;
+  std::vector<int32_t> block_due_;        // the same for larger block sizes
+  std::vector<FinishEntry> finish_heap_;  // min-heap on `at`; stale entries skipped
+  std::vector<Seq*> done_ptrs_;           // scratch: requests finished this step
+  std::vector<Seq*> finishing_;           // scratch: members finishing this step
+  std::vector<Seq*> eager_;               // running requests outside the group, in admission order
+  mutable TimeNs lookahead_at_ = -1;      // nextEventTime() over group-only steps; -1: not known
   int64_t prefix_queries_ = 0;
   int64_t prefix_hits_ = 0;
   int64_t aborted_ = 0;

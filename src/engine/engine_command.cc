@@ -67,6 +67,10 @@ ReplicaPlan planReplica(const ProfileCatalog& catalog, const EngineCommandOption
   ReplicaPlan plan;
   plan.perf = makePerfConfig(catalog, o.gpu, profile, o.tp);
   plan.perf.prefix_caching = !o.no_prefix_caching;
+  // vLLM's scheduler switches (docs/engine-emulator.md, "Calibration").
+  if (o.num_scheduler_steps < 1) throw std::invalid_argument("num-scheduler-steps must be >= 1");
+  if (o.num_scheduler_steps > 1) plan.perf.num_scheduler_steps = o.num_scheduler_steps;
+  if (o.no_chunked_prefill) plan.perf.chunked_prefill = false;
   plan.server.host = listen->host;
   plan.server.port = listen->port;
   plan.server.model = o.model;

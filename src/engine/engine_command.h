@@ -20,6 +20,8 @@ struct EngineCommandOptions {
   std::string replicas_path;  // YAML list of replicas; replaces the single-replica flags
   std::string faults_json;    // initial faults, as accepted by POST /admin/faults
   bool no_prefix_caching = false;
+  int num_scheduler_steps = 1;      // > 1: vLLM's multi-step scheduling (--num-scheduler-steps)
+  bool no_chunked_prefill = false;  // vLLM V0's prefill-only steps
   bool profile_table = false;  // print predicted tokens/s per GPU and exit
   int table_prompt_tokens = 32;
   int table_max_tokens = 128;

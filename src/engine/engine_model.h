@@ -43,6 +43,7 @@ struct EngineLoad {
   double kv_usage = 0;  // 0..1
   int64_t preemptions_total = 0;
   double busy_seconds_total = 0;  // time with a non-empty batch
+  int64_t generated_tokens_total = 0;  // output tokens sampled (discarded preempted work too)
   int64_t kv_capacity_tokens = 0;
   int64_t prefix_cache_queries_total = 0;  // prompt tokens looked up in the prefix cache
   int64_t prefix_cache_hits_total = 0;     // of which found cached
@@ -53,6 +54,18 @@ struct EngineLoad {
   double aborted_running_seconds_total = 0;
   int64_t aborted_computed_tokens_total = 0;
 };
+
+// The load gauges an engine's /metrics exports (renderMetrics writes exactly these, under the
+// flavor's names), and what the fleet simulator hands to routing in place of a scrape: one mapping
+// for both drivers.
+struct ExportedGauges {
+  double running = 0;
+  double waiting = 0;
+  double kv_usage = 0;  // 0..1
+};
+inline ExportedGauges exportedGauges(const EngineLoad& load) {
+  return {static_cast<double>(load.running), static_cast<double>(load.waiting), load.kv_usage};
+}
 
 class EngineModel {
  public:

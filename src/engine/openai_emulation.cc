@@ -485,7 +485,8 @@ EngineCounters::EngineCounters()
 std::string renderMetrics(Flavor flavor, std::string_view model, const EngineLoad& load,
                           const EngineCounters& counters, bool nan_kv_usage) {
   std::string out;
-  const double kv_usage = nan_kv_usage ? std::nan("") : load.kv_usage;
+  const ExportedGauges gauges = exportedGauges(load);
+  const double kv_usage = nan_kv_usage ? std::nan("") : gauges.kv_usage;
   const std::string label = jsonEscape(model);  // Prometheus label escaping matches JSON's here
   const auto prompt = static_cast<double>(counters.prompt_tokens_total);
   const auto generation = static_cast<double>(counters.generation_tokens_total);
@@ -501,9 +502,9 @@ std::string renderMetrics(Flavor flavor, std::string_view model, const EngineLoa
                static_cast<double>(load.aborted_computed_tokens_total));
   if (flavor == Flavor::kVllm) {
     appendMetric(out, "vllm:num_requests_running", "gauge",
-                 "Number of requests in model execution batches.", label, load.running);
+                 "Number of requests in model execution batches.", label, gauges.running);
     appendMetric(out, "vllm:num_requests_waiting", "gauge",
-                 "Number of requests waiting to be processed.", label, load.waiting);
+                 "Number of requests waiting to be processed.", label, gauges.waiting);
     appendMetric(out, "vllm:kv_cache_usage_perc", "gauge",
                  "KV-cache usage. 1 means 100 percent usage.", label, kv_usage);
     appendMetric(out, "vllm:gpu_cache_usage_perc", "gauge",
@@ -534,9 +535,9 @@ std::string renderMetrics(Flavor flavor, std::string_view model, const EngineLoa
                     counters.queue_time);
   } else {
     appendMetric(out, "sglang:num_running_reqs", "gauge", "The number of running requests.", label,
-                 load.running);
+                 gauges.running);
     appendMetric(out, "sglang:num_queue_reqs", "gauge",
-                 "The number of requests in the waiting queue.", label, load.waiting);
+                 "The number of requests in the waiting queue.", label, gauges.waiting);
     appendMetric(out, "sglang:token_usage", "gauge", "The token usage.", label, kv_usage);
     appendMetric(out, "sglang:prompt_tokens_total", "counter",
                  "Number of prefill tokens processed.", label, prompt);

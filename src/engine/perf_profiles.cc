@@ -68,25 +68,46 @@ const ModelSpec* ProfileCatalog::findModel(std::string_view name) const {
 std::string ProfileCatalog::gpuNames() const { return namesOf(gpus); }
 std::string ProfileCatalog::modelNames() const { return namesOf(models); }
 
+void parseEngineTuning(const YAML::Node& engine, EngineTuning& t) {
+  if (!engine.IsMap()) throw std::invalid_argument("engine: must be a mapping");
+  static constexpr std::string_view kKnown[] = {
+      "block_size",          "gpu_memory_utilization", "max_num_seqs",
+      "max_num_batched_tokens", "compute_efficiency", "bandwidth_efficiency",
+      "step_overhead_ms",    "seq_overhead_us",        "request_overhead_ms",
+      "num_scheduler_steps", "chunked_prefill"};
+  for (auto it = engine.begin(); it != engine.end(); ++it) {
+    const std::string key = it->first.as<std::string>();
+    if (std::find(std::begin(kKnown), std::end(kKnown), key) == std::end(kKnown)) {
+      throw std::invalid_argument(fmt::format("engine.{}: unknown key", key));
+    }
+  }
+  optionalPositive(engine, "block_size", "engine", t.block_size);
+  optionalPositive(engine, "gpu_memory_utilization", "engine", t.gpu_memory_utilization);
+  optionalPositive(engine, "max_num_seqs", "engine", t.max_num_seqs);
+  optionalPositive(engine, "max_num_batched_tokens", "engine", t.max_num_batched_tokens);
+  optionalPositive(engine, "compute_efficiency", "engine", t.compute_efficiency);
+  optionalPositive(engine, "bandwidth_efficiency", "engine", t.bandwidth_efficiency);
+  optionalPositive(engine, "num_scheduler_steps", "engine", t.num_scheduler_steps);
+  if (engine["step_overhead_ms"]) t.step_overhead_ms = engine["step_overhead_ms"].as<double>();
+  if (engine["seq_overhead_us"]) t.seq_overhead_us = engine["seq_overhead_us"].as<double>();
+  if (engine["request_overhead_ms"]) {
+    t.request_overhead_ms = engine["request_overhead_ms"].as<double>();
+  }
+  if (engine["chunked_prefill"]) t.chunked_prefill = engine["chunked_prefill"].as<bool>();
+  if (t.gpu_memory_utilization > 1 || t.compute_efficiency > 1 || t.bandwidth_efficiency > 1) {
+    throw std::invalid_argument("engine: utilization and efficiencies must be in (0, 1]");
+  }
+  if (!(t.step_overhead_ms >= 0) || !(t.seq_overhead_us >= 0) || !(t.request_overhead_ms >= 0)) {
+    throw std::invalid_argument("engine: overheads must be >= 0");
+  }
+}
+
 ProfileCatalog parseProfiles(std::string_view yaml_text) {
   ProfileCatalog catalog;
   YAML::Node root;
   try {
     root = YAML::Load(std::string(yaml_text));
-    if (const YAML::Node engine = root["engine"]) {
-      EngineTuning& t = catalog.tuning;
-      optionalPositive(engine, "block_size", "engine", t.block_size);
-      optionalPositive(engine, "gpu_memory_utilization", "engine", t.gpu_memory_utilization);
-      optionalPositive(engine, "max_num_seqs", "engine", t.max_num_seqs);
-      optionalPositive(engine, "max_num_batched_tokens", "engine", t.max_num_batched_tokens);
-      optionalPositive(engine, "compute_efficiency", "engine", t.compute_efficiency);
-      optionalPositive(engine, "bandwidth_efficiency", "engine", t.bandwidth_efficiency);
-      if (engine["step_overhead_ms"]) t.step_overhead_ms = engine["step_overhead_ms"].as<double>();
-      if (t.gpu_memory_utilization > 1 || t.compute_efficiency > 1 || t.bandwidth_efficiency > 1 ||
-          t.step_overhead_ms < 0) {
-        throw std::invalid_argument("engine: utilization and efficiencies must be in (0, 1]");
-      }
-    }
+    if (const YAML::Node engine = root["engine"]) parseEngineTuning(engine, catalog.tuning);
     for (const YAML::Node& node : root["gpus"]) {
       GpuSpec gpu;
       gpu.name = node["name"].as<std::string>();
@@ -96,6 +117,12 @@ ProfileCatalog parseProfiles(std::string_view yaml_text) {
       gpu.bandwidth_gbps = positive<double>(node, "bandwidth_gbps", where);
       gpu.tflops = positive<double>(node, "tflops", where);
       if (node["source"]) gpu.source = node["source"].as<std::string>();
+      optionalPositive(node, "compute_efficiency", where, gpu.compute_efficiency);
+      optionalPositive(node, "bandwidth_efficiency", where, gpu.bandwidth_efficiency);
+      if (gpu.compute_efficiency > 1 || gpu.bandwidth_efficiency > 1) {
+        throw std::invalid_argument(where + ": efficiencies must be in (0, 1]");
+      }
+      if (node["calibration"]) gpu.calibration = node["calibration"].as<std::string>();
       catalog.gpus.push_back(std::move(gpu));
     }
     for (const YAML::Node& node : root["models"]) {
@@ -164,9 +191,15 @@ PerfConfig makePerfConfig(const ProfileCatalog& catalog, std::string_view gpu_na
   config.block_size = t.block_size;
   config.max_num_seqs = t.max_num_seqs;
   config.max_num_batched_tokens = t.max_num_batched_tokens;
-  config.compute_efficiency = t.compute_efficiency;
-  config.bandwidth_efficiency = t.bandwidth_efficiency;
+  config.compute_efficiency = gpu->compute_efficiency > 0 ? gpu->compute_efficiency
+                                                          : t.compute_efficiency;
+  config.bandwidth_efficiency = gpu->bandwidth_efficiency > 0 ? gpu->bandwidth_efficiency
+                                                              : t.bandwidth_efficiency;
   config.step_overhead_ns = std::llround(t.step_overhead_ms * 1e6);
+  config.seq_overhead_ns = std::llround(t.seq_overhead_us * 1e3);
+  config.request_overhead_ns = std::llround(t.request_overhead_ms * 1e6);
+  config.num_scheduler_steps = t.num_scheduler_steps;
+  config.chunked_prefill = t.chunked_prefill;
 
   const double usable = config.memory_bytes * t.gpu_memory_utilization;
   const double kv_bytes = usable - config.weight_bytes;

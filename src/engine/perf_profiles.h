@@ -13,6 +13,10 @@
 
 #include "engine/engine_model.h"
 
+namespace YAML {
+class Node;
+}
+
 namespace switchyard::engine {
 
 struct GpuSpec {
@@ -22,6 +26,11 @@ struct GpuSpec {
   double bandwidth_gbps = 0;  // GB/s
   double tflops = 0;          // dense FP16/BF16 tensor-core TFLOPS
   std::string source;
+  // Optional per-GPU overrides of the engine's efficiencies (0: the engine: value), with where
+  // the override comes from (a published measurement it was fitted to).
+  double compute_efficiency = 0;
+  double bandwidth_efficiency = 0;
+  std::string calibration;  // empty: roofline-derived from the datasheet only
 };
 
 struct ModelSpec {
@@ -49,6 +58,16 @@ struct EngineTuning {
   double compute_efficiency = 0.5;
   double bandwidth_efficiency = 0.8;
   double step_overhead_ms = 2.0;
+  // Calibration terms (docs/engine-emulator.md, "Calibration"): CPU time per sequence in the
+  // batch per step (sampling, detokenisation, output processing), and per request before it can
+  // be scheduled (API server, tokenisation, input processing).
+  double seq_overhead_us = 0;
+  double request_overhead_ms = 0;
+  // Scheduler: decode steps run back to back per scheduling decision (vLLM's multi-step
+  // scheduling; 1 = one step per decision), and whether prefills are chunked and mixed with
+  // decodes (vLLM V1) or run as separate prefill-only steps (vLLM V0's default scheduler).
+  int num_scheduler_steps = 1;
+  bool chunked_prefill = true;
 };
 
 struct ProfileCatalog {
@@ -62,6 +81,10 @@ struct ProfileCatalog {
   std::string gpuNames() const;  // "A10, L20, …" for error messages
   std::string modelNames() const;
 };
+
+// Reads the keys present in an `engine:` mapping over `tuning`; unknown keys and out-of-range
+// values throw std::invalid_argument naming the key (yaml-cpp's exceptions pass through).
+void parseEngineTuning(const YAML::Node& engine, EngineTuning& tuning);
 
 // The text of data/profiles.yaml as built into the binary.
 std::string_view builtinProfilesYaml();
@@ -88,6 +111,10 @@ struct PerfConfig {
   double compute_efficiency = 0.5;
   double bandwidth_efficiency = 0.8;
   TimeNs step_overhead_ns = 2'000'000;
+  TimeNs seq_overhead_ns = 0;      // per sequence in the batch, per step
+  TimeNs request_overhead_ns = 0;  // from submit until the request can be scheduled
+  int num_scheduler_steps = 1;
+  bool chunked_prefill = true;
   bool prefix_caching = true;
 
   int64_t kvCapacityTokens() const { return kv_blocks * block_size; }

@@ -29,6 +29,17 @@ void CapacityTracker::refresh(const std::vector<std::shared_ptr<ReplicaState>>& 
 void CapacityTracker::refresh(const std::vector<std::shared_ptr<ReplicaState>>& replicas,
                               const std::vector<CapacityCounters>& counters, TimeNs now) {
   assert(counters.size() == replicas.size());
+  // The same replicas as last time (the usual case): their estimators are known by position.
+  bool same = replicas.size() == cached_.size();
+  for (size_t i = 0; same && i < replicas.size(); ++i) same = replicas[i].get() == cached_[i].first;
+  if (same) {
+    for (size_t i = 0; i < replicas.size() && i < counters.size(); ++i) {
+      CapacityEstimator& estimator = *cached_[i].second;
+      estimator.observe(now, counters[i], static_cast<double>(replicas[i]->globalRunning()));
+      replicas[i]->storeCapacity(estimator.learned());
+    }
+    return;
+  }
   std::map<const ReplicaState*, std::pair<std::shared_ptr<ReplicaState>, CapacityEstimator>> next;
   for (size_t i = 0; i < replicas.size() && i < counters.size(); ++i) {
     const auto& replica = replicas[i];
@@ -37,6 +48,10 @@ void CapacityTracker::refresh(const std::vector<std::shared_ptr<ReplicaState>>& 
     replica->storeCapacity(estimator.learned());
   }
   estimators_ = std::move(next);
+  cached_.clear();
+  for (const auto& replica : replicas) {
+    cached_.emplace_back(replica.get(), &estimators_.at(replica.get()).second);
+  }
 }
 
 }  // namespace switchyard::fleet

@@ -33,6 +33,9 @@ class CapacityTracker {
   CapacitySettings settings_;
   std::map<const ReplicaState*, std::pair<std::shared_ptr<ReplicaState>, CapacityEstimator>>
       estimators_;
+  // The last refresh's replicas in order, with their estimators (map nodes do not move): a
+  // refresh over the same replicas skips the map.
+  std::vector<std::pair<const ReplicaState*, CapacityEstimator*>> cached_;
 };
 
 }  // namespace switchyard::fleet

@@ -9,11 +9,13 @@
 #include <set>
 #include <sstream>
 
+#include "fleet/routing_knobs_config.h"
 #include "gateway/admission_config.h"
 #include "gateway/slo_config.h"
 #include "gateway/config_values.h"
 #include "gateway/telemetry_config.h"
 #include "gateway/shared_state_config.h"
+#include "health/health_config.h"
 #include "core/duration_text.h"
 #include "routing/strategy_spec.h"
 
@@ -39,135 +41,6 @@ void requireStrategy(const std::string& name, const std::string& key) {
     }
     throw ConfigError(key + ": invalid routing strategy '" + name + "' at '" + std::string(bad) +
                       "' (known: " + known + "; blends look like a:2,b:1)");
-  }
-}
-
-fleet::LoadBalanceScore loadBalanceScore(const std::string& value, const std::string& where) {
-  if (value == "utilization") return fleet::LoadBalanceScore::kUtilization;
-  if (value == "requests-per-capacity") return fleet::LoadBalanceScore::kRequestsPerCapacity;
-  throw ConfigError(where + ": must be utilization or requests-per-capacity, not \"" + value +
-                    "\"");
-}
-
-// Reads the keys present in `node` over `params` (absent keys keep their value).
-void parseLoadBalance(const YAML::Node& node, const std::string& where,
-                      fleet::LoadBalanceParams& params) {
-  if (!node.IsMap()) throw ConfigError(where + ": must be a mapping");
-  for (auto it = node.begin(); it != node.end(); ++it) {
-    const std::string key = it->first.as<std::string>();
-    const std::string full = where + "." + key;
-    if (key == "queued_weight") {
-      params.queued_weight = number(it->second, full, 0, 1e6);
-    } else if (key == "kv_pressure_alpha") {
-      params.kv_alpha = number(it->second, full, 0, 1e6);
-    } else if (key == "kv_critical_free") {
-      params.kv_critical_free = number(it->second, full, 0, 1);
-    } else if (key == "fastest_within") {
-      params.fastest_within = number(it->second, full, 0, 1);
-    } else if (key == "score") {
-      params.score = loadBalanceScore(scalar<std::string>(it->second, full), full);
-    } else {
-      throw ConfigError(full + ": unknown key");
-    }
-  }
-}
-
-// `least_request_top_k:` over `params` (absent keys keep their value).
-void parseTopK(const YAML::Node& node, const std::string& where, fleet::TopKParams& params) {
-  if (!node.IsMap()) throw ConfigError(where + ": must be a mapping");
-  for (auto it = node.begin(); it != node.end(); ++it) {
-    const std::string key = it->first.as<std::string>();
-    const std::string full = where + "." + key;
-    if (key == "k") {
-      params.k = static_cast<uint32_t>(number(it->second, full, 1, 1e6));
-    } else if (key == "tolerance_requests") {
-      params.tolerance_requests = number(it->second, full, 0, 1e9);
-    } else if (key == "tolerance_fraction") {
-      params.tolerance_fraction = number(it->second, full, 0, 1e3);
-    } else {
-      throw ConfigError(full + ": unknown key");
-    }
-  }
-}
-
-// A candidate sample size: 0 (off) or a whole number from 2 (one would be a random pick).
-uint32_t candidateSampleValue(double k, const std::string& where) {
-  if (k != std::floor(k) || k == 1 || k > 1e6) {
-    throw ConfigError(where + ": must be 0 (score every replica) or a whole number >= 2");
-  }
-  return static_cast<uint32_t>(k);
-}
-
-uint32_t candidateSample(const YAML::Node& node, const std::string& where) {
-  return candidateSampleValue(number(node, where, 0, 1e6), where);
-}
-
-// `slow_start:` over `params`. ramp_ms 0 turns slow start off.
-void parseSlowStart(const YAML::Node& node, const std::string& where,
-                    fleet::SlowStartParams& params) {
-  if (!node.IsMap()) throw ConfigError(where + ": must be a mapping");
-  for (auto it = node.begin(); it != node.end(); ++it) {
-    const std::string key = it->first.as<std::string>();
-    const std::string full = where + "." + key;
-    if (key == "ramp_ms") {
-      params.ramp = static_cast<TimeNs>(number(it->second, full, 0, 86'400'000) * kNsPerMs);
-    } else if (key == "aggression") {
-      params.aggression = number(it->second, full, 0.01, 100);
-    } else {
-      throw ConfigError(full + ": unknown key");
-    }
-  }
-}
-
-void parseHealth(const YAML::Node& node, health::HealthSettings& h) {
-  if (!node.IsMap()) throw ConfigError("health: must be a mapping");
-  for (auto it = node.begin(); it != node.end(); ++it) {
-    const std::string key = it->first.as<std::string>();
-    const std::string full = "health." + key;
-    const YAML::Node v = it->second;  // a copy: it-> yields a temporary
-    if (key == "failure_threshold") {
-      h.failure_threshold = static_cast<int>(number(v, full, 1, 1e6));
-    } else if (key == "hard_failure_threshold") {
-      h.hard_failure_threshold = static_cast<int>(number(v, full, 1, 1e6));
-    } else if (key == "probe_failure_threshold") {
-      h.probe_failure_threshold = static_cast<int>(number(v, full, 1, 1e6));
-    } else if (key == "half_open_successes") {
-      h.half_open_successes = static_cast<int>(number(v, full, 1, 1e6));
-    } else if (key == "base_backoff_ms") {
-      h.base_backoff = millis(v, full);
-    } else if (key == "max_backoff_ms") {
-      h.max_backoff = millis(v, full);
-    } else if (key == "probe_interval_ms") {
-      h.probe_interval = millis(v, full);
-    } else if (key == "probe_timeout_ms") {
-      h.probe_timeout = millis(v, full);
-    } else if (key == "max_probes_per_second") {
-      h.max_probes_per_second = number(v, full, 0, 1e7);
-    } else if (key == "skip_probes_with_traffic") {
-      h.skip_probes_with_traffic = scalar<bool>(v, full);
-    } else if (key == "probe_path") {
-      h.probe_path = scalar<std::string>(v, full);
-      if (h.probe_path.empty() || h.probe_path[0] != '/') {
-        throw ConfigError(full + ": must start with /");
-      }
-    } else if (key == "outlier_factor") {
-      h.outlier_factor = number(v, full, 1, 1e6);
-    } else if (key == "outlier_min_requests") {
-      h.outlier_min_requests = number(v, full, 0, 1e9);
-    } else if (key == "outlier_exclusion_ms") {
-      h.outlier_exclusion = millis(v, full);
-    } else if (key == "slow_factor") {
-      h.slow_factor = number(v, full, 1, 1e6);
-    } else if (key == "slow_min_tokens") {
-      h.slow_min_tokens = static_cast<int64_t>(number(v, full, 1, 1e9));
-    } else if (key == "outlier_max_fraction") {
-      h.outlier_max_fraction = number(v, full, 0, 1);
-    } else {
-      throw ConfigError(full + ": unknown key");
-    }
-  }
-  if (h.hard_failure_threshold < h.failure_threshold) {
-    throw ConfigError("health.hard_failure_threshold: must be >= failure_threshold");
   }
 }
 
@@ -247,13 +120,13 @@ fleet::ModelSpec parseModel(const YAML::Node& node, size_t index, const GatewayC
       const std::string key = it->first.as<std::string>();
       const std::string full = where + ".routing_config." + key;
       if (key == "load_balance") {
-        parseLoadBalance(it->second, full, model.load_balance);
+        fleet::parseLoadBalance(it->second, full, model.load_balance);
       } else if (key == "least_request_top_k") {
-        parseTopK(it->second, full, model.top_k);
+        fleet::parseTopK(it->second, full, model.top_k);
       } else if (key == "slow_start") {
-        parseSlowStart(it->second, full, model.slow_start);
+        fleet::parseSlowStart(it->second, full, model.slow_start);
       } else if (key == "candidate_sample") {
-        model.candidate_sample = candidateSample(it->second, full);
+        model.candidate_sample = fleet::parseCandidateSample(it->second, full);
       } else {
         throw ConfigError(full + ": unknown key");
       }
@@ -402,7 +275,7 @@ void applyLoadBalanceEnvironment(GatewayConfig& config) {
   }
   // Switchyard's own knobs: no AIBrix counterpart.
   if (const char* v = std::getenv("SWITCHYARD_LOAD_BALANCE_SCORE"); v != nullptr && *v != '\0') {
-    config.load_balance.score = loadBalanceScore(v, "SWITCHYARD_LOAD_BALANCE_SCORE");
+    config.load_balance.score = fleet::parseLoadBalanceScore(v, "SWITCHYARD_LOAD_BALANCE_SCORE");
   }
   if (envNumber("SWITCHYARD_LOAD_BALANCE_FASTEST_WITHIN", config.load_balance.fastest_within) &&
       config.load_balance.fastest_within > 1) {
@@ -411,7 +284,7 @@ void applyLoadBalanceEnvironment(GatewayConfig& config) {
   envNumber("SWITCHYARD_ROUTING_LEAST_REQUEST_TOP_K_TOLERANCE_FRACTION",
             config.top_k.tolerance_fraction);
   if (double k = 0; envNumber("SWITCHYARD_ROUTING_CANDIDATE_SAMPLE", k)) {
-    config.candidate_sample = candidateSampleValue(k, "SWITCHYARD_ROUTING_CANDIDATE_SAMPLE");
+    config.candidate_sample = fleet::candidateSampleValue(k, "SWITCHYARD_ROUTING_CANDIDATE_SAMPLE");
   }
   if (envNumber("SWITCHYARD_ROUTING_SLOW_START_AGGRESSION", config.slow_start.aggression) &&
       config.slow_start.aggression < 0.01) {
@@ -453,13 +326,14 @@ GatewayConfig parseNode(const YAML::Node& root) {
         config.auto_blend_load_balance_weight =
             number(it->second, "routing.auto_blend_load_balance_weight", 0, 1e6);
       } else if (key == "load_balance") {
-        parseLoadBalance(it->second, "routing.load_balance", config.load_balance);
+        fleet::parseLoadBalance(it->second, "routing.load_balance", config.load_balance);
       } else if (key == "least_request_top_k") {
-        parseTopK(it->second, "routing.least_request_top_k", config.top_k);
+        fleet::parseTopK(it->second, "routing.least_request_top_k", config.top_k);
       } else if (key == "slow_start") {
-        parseSlowStart(it->second, "routing.slow_start", config.slow_start);
+        fleet::parseSlowStart(it->second, "routing.slow_start", config.slow_start);
       } else if (key == "candidate_sample") {
-        config.candidate_sample = candidateSample(it->second, "routing.candidate_sample");
+        config.candidate_sample =
+            fleet::parseCandidateSample(it->second, "routing.candidate_sample");
       } else if (key == "capacity") {
         const YAML::Node cap = it->second;
         if (!cap.IsMap()) throw ConfigError("routing.capacity: must be a mapping");
@@ -497,7 +371,9 @@ GatewayConfig parseNode(const YAML::Node& root) {
     }
   }
   if (const YAML::Node timeouts = root["timeouts"]) parseTimeouts(timeouts, config.timeouts);
-  if (const YAML::Node health = root["health"]) parseHealth(health, config.health);
+  if (const YAML::Node health = root["health"]) {
+    health::parseHealthSettings(health, "health", config.health);
+  }
   if (const YAML::Node retry = root["retry"]) {
     if (!retry.IsMap()) throw ConfigError("retry: must be a mapping");
     for (auto it = retry.begin(); it != retry.end(); ++it) {

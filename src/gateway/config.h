@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "core/config_error.h"
 #include "fleet/fleet_registry.h"
 #include "fleet/scrape_schedule.h"
 #include "health/replica_health.h"
@@ -33,9 +34,7 @@ namespace switchyard::gateway {
 // Hot-path worker threads at most (the request queue keeps one bit per worker).
 inline constexpr int kMaxWorkers = 64;
 
-struct ConfigError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+using ConfigError = switchyard::ConfigError;
 
 struct TimeoutsConfig {
   TimeNs client_header = 30 * kNsPerSec;      // reading a request's headers and body

@@ -1,13 +1,10 @@
-// HealthManager: keeps every replica's health on the control thread and publishes the verdicts
-// into the ReplicaStates that the routing filters read.
-//
-// Inputs: request outcomes counted by the workers (read every tick), background probes of each
-// replica's health path (every probe interval, and at once as a confirming probe when a replica
-// turns suspect), and load outliers (per model, load relative to learned capacity). Every
-// transition is logged with its reason and counted. Also publishes each model's number of
-// routable replicas (for the model-wide rate limit). Not thread-safe: control thread only.
+// HealthManager: the gateway's driver of FleetHealth (health/fleet_health.h) on the control
+// thread: it probes each replica's health path over HTTP (every probe interval, and at once when
+// FleetHealth asks for a confirming or half-open probe) and runs FleetHealth's periodic
+// evaluation, which publishes the verdicts into the ReplicaStates the routing filters read.
 // At scale: a healthy replica whose requests succeeded since its last probe round is not probed
 // (traffic is the better proof), and routine probes share a per-second budget.
+// Not thread-safe: control thread only.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -18,7 +15,7 @@
 #include "core/clock.h"
 #include "fleet/fleet_snapshot.h"
 #include "fleet/scrape_schedule.h"
-#include "health/replica_health.h"
+#include "health/fleet_health.h"
 
 namespace switchyard::health {
 
@@ -34,26 +31,21 @@ class HealthManager {
   void stopAll();
 
   // Transitions so far, by reason of the state entered ("excluded:probe_failures", "healthy").
-  const std::map<std::string, int64_t>& transitions() const { return transitions_; }
-  const HealthSettings& settings() const { return settings_; }
+  const std::map<std::string, int64_t>& transitions() const { return health_.transitions(); }
+  const HealthSettings& settings() const { return health_.settings(); }
   int64_t probesTotal() const { return probes_; }
   // Routine probes not sent: the replica was proven healthy by traffic, or over the budget.
   int64_t probesSkippedForTrafficTotal() const { return skipped_traffic_; }
   int64_t probesDeferredByBudgetTotal() const { return deferred_budget_; }
 
  private:
-  struct Tracked;
-  void apply(Tracked& tracked, const Transition& t);
-  void startProbing(const std::shared_ptr<Tracked>& tracked);
-  void detectLoadOutliers(const fleet::ModelEntry& model, TimeNs now);
-  void detectSlowReplicas(const fleet::ModelEntry& model, TimeNs now);
+  struct Prober;
+  void startProbing(const std::shared_ptr<Prober>& prober);
 
   boost::asio::io_context& io_;
   const Clock& clock_;
-  HealthSettings settings_;
-  std::shared_ptr<const fleet::FleetSnapshot> snapshot_;
-  std::map<const fleet::ReplicaState*, std::shared_ptr<Tracked>> tracked_;
-  std::map<std::string, int64_t> transitions_;
+  FleetHealth health_;
+  std::map<const fleet::ReplicaState*, std::shared_ptr<Prober>> probers_;
   fleet::ScrapeBudget probe_budget_;  // a token bucket, as the scrape budget
   int64_t probes_ = 0;
   int64_t skipped_traffic_ = 0;

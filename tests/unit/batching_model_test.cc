@@ -5,8 +5,10 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "core/rng.h"
 #include "engine/perf_profiles.h"
 #include "engine/throughput_table.h"
 
@@ -165,8 +167,14 @@ TEST(BatchingModelTest, PrefixCacheHitsShortenTimeToFirstToken) {
   }
 }
 
+// Scheduling alone: without the per-request overhead a submitted request joins the next step.
+PerfConfig withoutRequestOverhead(PerfConfig c) {
+  c.request_overhead_ns = 0;
+  return c;
+}
+
 TEST(BatchingModelTest, ChunkedPrefillKeepsDecodesFlowing) {
-  BatchingModel model(config("H100"));
+  BatchingModel model(withoutRequestOverhead(config("H100")));
   model.submit(ModelRequest{1, 16, 100, {}}, 0);
   std::vector<TokenEvent> events;
   model.advance(model.nextEventTime(), events);  // request 1 prefilled, decoding
@@ -212,7 +220,7 @@ TEST(BatchingModelTest, SameInputsSameEventsAndCancelReleases) {
 }
 
 TEST(BatchingModelTest, SlowdownStretchesStepsAndBusyTimeCountsThem) {
-  BatchingModel model(config("A100"));
+  BatchingModel model(withoutRequestOverhead(config("A100")));
   const TimeNs normal = model.stepDurationNs(1, 100);
   model.setSlowdown(2);
   EXPECT_EQ(model.stepDurationNs(1, 100), 2 * normal);
@@ -221,6 +229,191 @@ TEST(BatchingModelTest, SlowdownStretchesStepsAndBusyTimeCountsThem) {
   ASSERT_EQ(events.size(), 10u);
   EXPECT_NEAR(model.load().busy_seconds_total, events.back().time / 1e9, 1e-9);
   EXPECT_EQ(model.nextEventTime(), -1);
+}
+
+TEST(BatchingModelTest, RequestOverheadDelaysSchedulingNotTheSteps) {
+  PerfConfig plain = withoutRequestOverhead(config("A100"));
+  PerfConfig slow = plain;
+  slow.request_overhead_ns = 7 * kMs;
+  BatchingModel a(plain);
+  BatchingModel b(slow);
+  a.submit(ModelRequest{1, 100, 3, {}}, 0);
+  b.submit(ModelRequest{1, 100, 3, {}}, 0);
+  EXPECT_EQ(b.nextEventTime(), 7 * kMs);  // idle until the request is schedulable
+  EXPECT_EQ(b.load().waiting, 0);         // not in the engine's queue yet
+  const std::vector<TokenEvent> ea = runToIdle(a);
+  const std::vector<TokenEvent> eb = runToIdle(b);
+  ASSERT_EQ(ea.size(), eb.size());
+  for (size_t i = 0; i < ea.size(); ++i) EXPECT_EQ(eb[i].time, ea[i].time + 7 * kMs);
+  EXPECT_EQ(eb.front().arrival, 0);  // TTFT counts from the submit
+}
+
+TEST(BatchingModelTest, SequenceOverheadGrowsTheStepWithTheBatch) {
+  PerfConfig c = config("A100");
+  c.seq_overhead_ns = 50'000;  // not the calibrated 30 us: the test must not depend on it
+  BatchingModel model(c);
+  EXPECT_EQ(model.stepDurationNs(64, 6400, 64) - model.stepDurationNs(64, 6400, 0), 64 * 50'000);
+}
+
+TEST(BatchingModelTest, MultiStepDeliversDecodeTokensInBursts) {
+  PerfConfig c = config("A100");
+  c.num_scheduler_steps = 4;
+  BatchingModel model(c);
+  model.submit(ModelRequest{1, 100, 10, {}}, 0);
+  const std::vector<TokenEvent> events = runToIdle(model);
+  // The prefill step gives the first token alone, then bursts of 4, 4 and the last 1 (the slot
+  // is held for the whole last burst).
+  ASSERT_EQ(events.size(), 4u);
+  EXPECT_EQ(events[0].tokens, 1);
+  EXPECT_EQ(events[1].tokens, 4);
+  EXPECT_EQ(events[2].tokens, 4);
+  EXPECT_EQ(events[3].tokens, 1);
+  EXPECT_TRUE(events[3].finished);
+  int total = 0;
+  for (const TokenEvent& e : events) total += e.tokens;
+  EXPECT_EQ(total, 10);
+  // A burst takes four decode steps.
+  const TimeNs burst = events[2].time - events[1].time;
+  EXPECT_GT(burst, 4 * model.stepDurationNs(1, 100, 1) - 1);
+  EXPECT_EQ(model.load().kv_usage, 0.0);
+}
+
+TEST(BatchingModelTest, WithoutChunkedPrefillPrefillStepsPauseTheDecodes) {
+  PerfConfig c = withoutRequestOverhead(config("H100"));
+  c.chunked_prefill = false;
+  BatchingModel model(c);
+  model.submit(ModelRequest{1, 16, 100, {}}, 0);
+  std::vector<TokenEvent> events;
+  model.advance(model.nextEventTime(), events);
+  ASSERT_EQ(events.size(), 1u);
+  const TimeNs t0 = events.back().time;
+  // A long prompt is prefilled whole, in a step of its own: request 1 gets no token in it.
+  model.submit(ModelRequest{2, 3000, 4, {}}, t0);
+  events.clear();
+  model.advance(model.nextEventTime(), events);  // request 1's decode step (2 waits)
+  model.advance(model.nextEventTime(), events);  // 2's prefill: only 2 gets a token
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].id, 1u);
+  EXPECT_EQ(events[1].id, 2u);
+  EXPECT_EQ(events[1].previous_token, -1);
+  EXPECT_GT(events[1].time - events[0].time, model.stepDurationNs(3000, 3000) - 1);
+}
+
+// A request cancelled while it decodes in the lazy group: the tokens computed for it (prompt and
+// output so far) are counted as given up, as the step-by-step path counts them.
+TEST(BatchingModelTest, ACancelledGroupMemberCountsTheTokensComputedForIt) {
+  const PerfConfig c = config("A100");
+  auto abortedTokens = [&](bool lazy) {
+    BatchingModel model(c);
+    model.setDetail(BatchingModel::Detail::kMilestones, lazy);
+    model.submit(ModelRequest{1, 32, 500, {}}, 0);
+    model.submit(ModelRequest{2, 32, 500, {}}, 0);
+    std::vector<TokenEvent> events;
+    model.advance(500 * kMs, events);
+    model.cancel(1, 500 * kMs);
+    EXPECT_EQ(model.load().aborted_requests_total, 1);
+    return model.load().aborted_computed_tokens_total;
+  };
+  const int64_t eager = abortedTokens(false);
+  EXPECT_GT(eager, 32 + 10);  // the prompt and a good many decoded tokens
+  EXPECT_EQ(abortedTokens(true), eager);
+}
+
+// Random arrivals, cancels and a small KV cache (preemptions), with and without prefix caching:
+// the milestone path with lazy plain steps reports exactly what the step-by-step path does, and
+// every-token mode's first and last tokens are the milestones.
+TEST(BatchingModelTest, LazyPlainStepsMatchTheStepByStepPath) {
+  // The last case has prompts longer than a step's token budget: chunked prefills that do not
+  // all fit, where the group must fall back to request-by-request scheduling.
+  const std::tuple<bool, int64_t, int> cases[] = {
+      {false, 40, 200}, {false, 400, 200}, {true, 40, 200}, {true, 400, 200}, {true, 3000, 3000}};
+  for (const auto& [prefix, blocks, max_prompt] : cases) {
+    {
+      PerfConfig c = config("A100");
+      c.kv_blocks = blocks;
+      c.prefix_caching = prefix;
+      c.max_num_seqs = 24;
+      struct Observed {
+        std::vector<TokenEvent> events;
+        std::vector<EngineLoad> loads;
+      };
+      auto run = [&](BatchingModel::Detail detail, bool lazy) {
+        BatchingModel model(c);
+        model.setDetail(detail, lazy);
+        Observed out;
+        Rng rng(42 + blocks + (prefix ? 1 : 0));
+        TimeNs now = 0;
+        RequestId next = 1;
+        for (int i = 0; i < 600; ++i) {
+          now += static_cast<TimeNs>(rng.below(40)) * kMs / 4;
+          std::vector<TokenEvent> events;
+          const TimeNs due = model.nextEventTime();
+          model.advance(now, events);
+          // Nothing is reported before the time nextEventTime() said.
+          if (!events.empty()) {
+            EXPECT_TRUE(due >= 0 && due <= now) << due << " " << now;
+          }
+          out.events.insert(out.events.end(), events.begin(), events.end());
+          out.loads.push_back(model.load());
+          if (rng.below(10) == 0 && next > 3) {
+            model.cancel(next - 1 - rng.below(3), now);
+          } else {
+            const int prompt = 20 + static_cast<int>(rng.below(max_prompt));
+            model.submit(ModelRequest{next, prompt, 1 + static_cast<int>(rng.below(120)),
+                                      hashes(next % 5, prompt / 16)},
+                         now);
+            ++next;
+          }
+          out.loads.push_back(model.load());
+        }
+        std::vector<TokenEvent> rest = runToIdle(model);
+        out.events.insert(out.events.end(), rest.begin(), rest.end());
+        out.loads.push_back(model.load());
+        return out;
+      };
+      const Observed eager = run(BatchingModel::Detail::kMilestones, false);
+      const Observed lazy = run(BatchingModel::Detail::kMilestones, true);
+      const Observed every = run(BatchingModel::Detail::kEveryToken, false);
+      ASSERT_EQ(eager.events.size(), lazy.events.size()) << prefix << " " << blocks;
+      for (size_t i = 0; i < eager.events.size(); ++i) {
+        const TokenEvent& a = eager.events[i];
+        const TokenEvent& b = lazy.events[i];
+        EXPECT_EQ(a.id, b.id) << i;
+        EXPECT_EQ(a.time, b.time) << i;
+        EXPECT_EQ(a.tokens, b.tokens) << i;
+        EXPECT_EQ(a.finished, b.finished) << i;
+        EXPECT_EQ(a.previous_token < 0, b.previous_token < 0) << i;
+      }
+      ASSERT_EQ(eager.loads.size(), lazy.loads.size());
+      for (size_t i = 0; i < eager.loads.size(); ++i) {
+        EXPECT_EQ(eager.loads[i].running, lazy.loads[i].running) << i;
+        EXPECT_EQ(eager.loads[i].waiting, lazy.loads[i].waiting) << i;
+        EXPECT_EQ(eager.loads[i].kv_usage, lazy.loads[i].kv_usage) << i;
+        EXPECT_EQ(eager.loads[i].preemptions_total, lazy.loads[i].preemptions_total) << i;
+        EXPECT_EQ(eager.loads[i].generated_tokens_total, lazy.loads[i].generated_tokens_total);
+        EXPECT_DOUBLE_EQ(eager.loads[i].busy_seconds_total, lazy.loads[i].busy_seconds_total);
+        // A cancelled member of the decoding group counts the tokens computed for it.
+        EXPECT_EQ(eager.loads[i].aborted_requests_total, lazy.loads[i].aborted_requests_total);
+        EXPECT_EQ(eager.loads[i].aborted_computed_tokens_total,
+                  lazy.loads[i].aborted_computed_tokens_total) << i;
+        EXPECT_DOUBLE_EQ(eager.loads[i].aborted_running_seconds_total,
+                         lazy.loads[i].aborted_running_seconds_total);
+      }
+      // Every-token mode: the same first tokens and finishes at the same times.
+      std::vector<TokenEvent> milestones;
+      for (const TokenEvent& e : every.events) {
+        if (e.previous_token < 0 || e.finished) milestones.push_back(e);
+      }
+      ASSERT_EQ(milestones.size(), eager.events.size());
+      for (size_t i = 0; i < milestones.size(); ++i) {
+        EXPECT_EQ(milestones[i].id, eager.events[i].id);
+        EXPECT_EQ(milestones[i].time, eager.events[i].time);
+      }
+      if (blocks == 40) {
+        EXPECT_GT(eager.loads.back().preemptions_total, 0);
+      }
+    }
+  }
 }
 
 TEST(ThroughputTableTest, PrintsEveryGpu) {

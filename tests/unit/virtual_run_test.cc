@@ -21,7 +21,9 @@ TEST(VirtualRunTest, OneRequestTakesPrefillThenOneStepPerToken) {
   ASSERT_EQ(out.size(), 1u);
   ASSERT_TRUE(out[0].done());
   EXPECT_EQ(out[0].output_tokens, 8);
-  EXPECT_EQ(out[0].first_token - out[0].arrival, model.stepDurationNs(512, 512));
+  // Schedulable after the per-request overhead, then one prefill step.
+  EXPECT_EQ(out[0].first_token - out[0].arrival,
+            config.request_overhead_ns + model.stepDurationNs(512, 512));
   EXPECT_GT(out[0].tpotSeconds(), 0);
   EXPECT_NEAR(out[0].e2eSeconds(), out[0].ttftSeconds() + 7 * out[0].tpotSeconds(), 1e-9);
 }

@@ -1,0 +1,240 @@
+#include "health/fleet_health.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "fleet/batching_curve.h"
+#include "fleet/fleet_registry.h"
+
+namespace switchyard::health {
+
+using fleet::HealthState;
+
+void FleetHealth::sync(
+    std::shared_ptr<const fleet::FleetSnapshot> snapshot,
+    const std::function<void(const std::shared_ptr<fleet::ReplicaState>&)>& added) {
+  snapshot_ = std::move(snapshot);
+  std::map<const fleet::ReplicaState*, std::unique_ptr<Tracked>> next;
+  for (const fleet::ModelEntry& model : snapshot_->models) {
+    for (const fleet::ReplicaEntry& entry : model.replicas) {
+      const fleet::ReplicaState* key = entry.state.get();
+      if (next.count(key)) continue;
+      auto it = tracked_.find(key);
+      if (it != tracked_.end()) {
+        next.emplace(key, std::move(it->second));
+        tracked_.erase(it);
+        continue;
+      }
+      next.emplace(key, std::make_unique<Tracked>(entry.state, settings_));
+      if (added) added(entry.state);
+    }
+  }
+  tracked_ = std::move(next);  // replicas that left the fleet are dropped
+  // Per model, each replica's record and GPU type rank (types in name order), so that a tick
+  // looks nothing up.
+  views_.assign(snapshot_->models.size(), ModelView{});
+  for (size_t m = 0; m < snapshot_->models.size(); ++m) {
+    const fleet::ModelEntry& model = snapshot_->models[m];
+    ModelView& view = views_[m];
+    std::vector<std::string_view> gpus;
+    for (const fleet::ReplicaEntry& entry : model.replicas) gpus.push_back(entry.gpu);
+    std::sort(gpus.begin(), gpus.end());
+    gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
+    view.gpu_count = gpus.size();
+    for (const fleet::ReplicaEntry& entry : model.replicas) {
+      const auto it = tracked_.find(entry.state.get());
+      view.tracked.push_back(it == tracked_.end() ? nullptr : it->second.get());
+      view.gpu_rank.push_back(static_cast<uint32_t>(
+          std::lower_bound(gpus.begin(), gpus.end(), entry.gpu) - gpus.begin()));
+    }
+  }
+}
+
+void FleetHealth::apply(Tracked& tracked, const Transition& t, TimeNs now) {
+  if (!t.changed) return;
+  fleet::ReplicaState& replica = *tracked.replica;
+  replica.storeHealth(t.to, t.reason);
+  if (t.to == HealthState::kExcluded) {
+    replica.counters().health_exclusions_total.fetch_add(1, std::memory_order_relaxed);
+    // A fresh run of failures is needed to judge the replica again after its backoff.
+    replica.counters().consecutive_failures.store(0, std::memory_order_relaxed);
+  }
+  if (t.to == HealthState::kHealthy) {
+    replica.counters().health_recoveries_total.fetch_add(1, std::memory_order_relaxed);
+    // Back in rotation with (almost) nothing in flight it would look like the least-loaded
+    // replica and draw a stampede, just as a new one would; and we had a reason to doubt it.
+    // Slow start eases it back in.
+    replica.markReady(now);
+  }
+  std::string key = healthStateName(t.to);
+  if (t.to != HealthState::kHealthy) key += std::string(":") + healthReasonName(t.reason);
+  ++transitions_[key];
+  if (t.to == HealthState::kExcluded) {
+    spdlog::warn("health: {} excluded ({}), back in {} ms", replica.name(),
+                 healthReasonName(t.reason), (tracked.health.excludedUntil() - now) / kNsPerMs);
+  } else {
+    spdlog::info("health: {} {} -> {}", replica.name(), healthStateName(t.from),
+                 healthStateName(t.to));
+  }
+}
+
+bool FleetHealth::probeIsUrgent(const fleet::ReplicaState& replica) const {
+  auto it = tracked_.find(&replica);
+  if (it == tracked_.end()) return false;
+  const ReplicaHealth& health = it->second->health;
+  return health.wantsConfirmingProbe() || health.state() != HealthState::kHealthy;
+}
+
+void FleetHealth::onProbe(const fleet::ReplicaState& replica, bool ok, TimeNs now) {
+  auto it = tracked_.find(&replica);
+  if (it == tracked_.end()) return;
+  apply(*it->second, it->second->health.onProbe(ok, now), now);
+}
+
+void FleetHealth::detectLoadOutliers(size_t m, TimeNs now) {
+  const fleet::ModelEntry& model = snapshot_->models[m];
+  const size_t n = model.replicas.size();
+  if (n < 3) return;  // with fewer replicas an outlier is indistinguishable from the fleet
+  // Load in the units load-balance balances, so that a replica carrying its fair share is never
+  // the outlier: with the utilization score, in-flight requests scaled by how early the
+  // replica's batching curve saturates (equal curves: equal in-flight counts are fair, whatever
+  // the speeds); otherwise requests per unit of learned capacity.
+  std::vector<std::pair<double, size_t>>& loads = scratch_loads_;  // comparable load, index
+  loads.clear();
+  const fleet::LearnedMeans means = model.runtime->learnedMeans();
+  const double mean_capacity = std::isnan(means.decode) ? 1.0 : means.decode;
+  const bool by_curve = model.load_balance.score == fleet::LoadBalanceScore::kUtilization &&
+                        !std::isnan(means.slowdown);
+  const double mean_slowdown = by_curve ? means.slowdown : 0.0;
+  std::vector<double>& requests = scratch_requests_;
+  requests.resize(n);
+  size_t excluded = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const fleet::ReplicaState& r = *model.replicas[i].state;
+    const fleet::EngineSignals s = r.signals(now, snapshot_->signal_max_age);
+    const double running = static_cast<double>(r.globalRunning());
+    requests[i] = running + (s.hasWaiting() ? s.waiting : 0.0);
+    const fleet::LearnedCapacity learned = r.capacity();
+    if (by_curve) {
+      const double s = fleet::shrunkSlowdown(learned.slowdown, mean_slowdown);
+      loads.emplace_back(requests[i] * (1.0 + s * fleet::kReferenceConcurrency), i);
+    } else {
+      const double c = learned.decode;
+      loads.emplace_back(requests[i] / (std::isfinite(c) && c > 0 ? c : mean_capacity), i);
+    }
+    excluded += r.health() == HealthState::kExcluded;
+  }
+  // The median, then only the replicas above the outlier threshold, worst first (what a full
+  // sort walked from its end would visit before stopping).
+  std::vector<std::pair<double, size_t>>& sorted = scratch_sorted_;
+  sorted = loads;
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<ptrdiff_t>(n / 2), sorted.end());
+  const double median = sorted[n / 2].first;
+  if (median <= 0) return;
+  const double threshold = settings_.outlier_factor * median;
+  sorted.clear();
+  for (const auto& load : loads) {
+    if (load.first > threshold) sorted.push_back(load);
+  }
+  std::sort(sorted.begin(), sorted.end(), std::greater<>());
+  const size_t budget = static_cast<size_t>(settings_.outlier_max_fraction * n);
+  // Never more than the budget: protection must not become an outage.
+  for (auto it = sorted.begin(); it != sorted.end() && excluded < budget; ++it) {
+    const size_t i = it->second;
+    if (requests[i] < settings_.outlier_min_requests) continue;
+    Tracked* tracked = views_[m].tracked[i];
+    if (tracked == nullptr) continue;
+    const Transition t = tracked->health.onLoadOutlier(now);
+    if (t.changed) ++excluded;
+    apply(*tracked, t, now);
+  }
+}
+
+void FleetHealth::detectSlowReplicas(size_t m, TimeNs now) {
+  // Peers of the same GPU type should decode at about the same speed under the same traffic; a
+  // replica several times slower than their median is degraded, whatever its health path says.
+  // GPU types in name order, peers in fleet order (ranks computed when the fleet changed).
+  const fleet::ModelEntry& model = snapshot_->models[m];
+  const ModelView& view = views_[m];
+  auto& by_gpu = scratch_by_gpu_;
+  by_gpu.resize(view.gpu_count);
+  for (auto& peers : by_gpu) peers.clear();
+  for (size_t i = 0; i < model.replicas.size(); ++i) {
+    Tracked* t = view.tracked[i];
+    if (t == nullptr || t->timed_tokens < static_cast<double>(settings_.slow_min_tokens)) continue;
+    by_gpu[view.gpu_rank[i]].emplace_back(t->token_time_ns, t);
+  }
+  for (auto& peers : by_gpu) {
+    if (peers.size() < 3) continue;  // with two, which one is the odd one out is unknowable
+    std::vector<double>& times = scratch_times_;
+    times.clear();
+    for (const auto& [time, tracked] : peers) times.push_back(time);
+    std::nth_element(times.begin(), times.begin() + static_cast<ptrdiff_t>(times.size() / 2),
+                     times.end());
+    const double median = times[times.size() / 2];
+    size_t excluded = 0;
+    for (const auto& entry : model.replicas) {
+      excluded += entry.state->health() == HealthState::kExcluded;
+    }
+    const size_t budget = static_cast<size_t>(settings_.outlier_max_fraction *
+                                              static_cast<double>(model.replicas.size()));
+    for (const auto& [time, tracked] : peers) {
+      if (excluded >= budget || median <= 0 || time <= settings_.slow_factor * median) continue;
+      const Transition t = tracked->health.onSlowOutlier(now);
+      if (t.changed) ++excluded;
+      apply(*tracked, t, now);
+    }
+  }
+}
+
+void FleetHealth::tick(TimeNs now,
+                       const std::function<void(const fleet::ReplicaState&)>& wants_probe) {
+  if (!snapshot_) return;
+  for (auto& [key, tracked] : tracked_) {
+    const fleet::ReplicaCounters& c = tracked->replica->counters();
+    // Fold the tokens timed since the last tick into the smoothed time per token.
+    const int64_t ns = c.token_time_ns_total.load(std::memory_order_relaxed);
+    const int64_t tokens = c.timed_tokens_total.load(std::memory_order_relaxed);
+    if (tokens > tracked->seen_timed_tokens) {
+      const double batch = static_cast<double>(ns - tracked->seen_token_time_ns) /
+                           static_cast<double>(tokens - tracked->seen_timed_tokens);
+      const double weight =
+          std::min(1.0, static_cast<double>(tokens - tracked->seen_timed_tokens) /
+                            std::max(1.0, static_cast<double>(settings_.slow_min_tokens)));
+      tracked->token_time_ns =
+          tracked->timed_tokens == 0
+              ? batch
+              : tracked->token_time_ns + weight * (batch - tracked->token_time_ns);
+      tracked->timed_tokens += static_cast<double>(tokens - tracked->seen_timed_tokens);
+    }
+    tracked->seen_token_time_ns = ns;
+    tracked->seen_timed_tokens = tokens;
+    apply(*tracked, tracked->health.onTick(now), now);
+    apply(*tracked,
+          tracked->health.onOutcomes(c.outcome_successes_total.load(std::memory_order_relaxed),
+                                     c.outcome_failures_total.load(std::memory_order_relaxed),
+                                     c.consecutive_failures.load(std::memory_order_relaxed), now),
+          now);
+    // A suspect replica, or one whose backoff just ended, is probed now rather than at the next
+    // probe interval.
+    const bool urgent =
+        tracked->health.wantsConfirmingProbe() || tracked->health.state() == HealthState::kHalfOpen;
+    if (urgent && wants_probe) wants_probe(*tracked->replica);
+  }
+  for (size_t m = 0; m < snapshot_->models.size(); ++m) {
+    const fleet::ModelEntry& model = snapshot_->models[m];
+    detectLoadOutliers(m, now);
+    detectSlowReplicas(m, now);
+    int routable = 0;
+    for (const auto& entry : model.replicas) {
+      routable += entry.state->health() != HealthState::kExcluded;
+    }
+    model.runtime->routable_replicas.store(routable, std::memory_order_relaxed);
+    fleet::rescaleRateLimit(model, routable);
+  }
+}
+
+}  // namespace switchyard::health

@@ -1,0 +1,365 @@
+// A request's path through a simulated gateway, as Worker::Impl::proxy and forward() take it in
+// the live gateway (src/gateway/worker.cc): model-wide rate limit, routing (with the request's
+// shape and its session's pin), check-and-admit on the chosen replica (locally, or atomically in
+// the shared state when limits are shared), forwarding, failover to another replica within the
+// retry budget when an attempt fails before any byte reached the client, and the completion's
+// accounting into the replica's counters (what capacity learning and health read).
+#include <algorithm>
+#include <cmath>
+
+#include "admission/inflight_admission.h"
+#include "fleet/completion_accounting.h"
+#include "sim/simulator_impl.h"
+
+namespace switchyard::sim {
+namespace {
+
+constexpr int kMaxAdmissionRaces = 8;  // as the worker: re-picks after losing an admission race
+
+// Sets a snapshot position aside for the rest of the request (failed or lost a race); false
+// when the list is full.
+bool addTried(SimRequest& q, int position) {
+  if (position < 0) return true;
+  const auto end = q.tried.begin() + q.tried_count;
+  if (std::find(q.tried.begin(), end, position) != end) return true;
+  if (q.tried_count >= q.tried.size()) return false;
+  q.tried[q.tried_count++] = position;
+  return true;
+}
+
+}  // namespace
+
+std::optional<uint32_t> Simulator::liveSlot(uint64_t id) const {
+  const auto slot = static_cast<uint32_t>(id & 0xffffffffu);
+  if (slot >= requests_.size()) return std::nullopt;
+  const SimRequest& q = requests_[slot];
+  if (!q.live || q.generation != static_cast<uint32_t>(id >> 32)) return std::nullopt;
+  return slot;
+}
+
+uint32_t Simulator::newRequest(const Arrival& a, int client) {
+  uint32_t slot;
+  if (!free_requests_.empty()) {
+    slot = free_requests_.back();
+    free_requests_.pop_back();
+  } else {
+    slot = static_cast<uint32_t>(requests_.size());
+    requests_.emplace_back();
+  }
+  SimRequest& q = requests_[slot];
+  const uint32_t generation = q.generation + 1;
+  q = SimRequest{};
+  q.generation = generation;
+  q.live = true;
+  q.arrival = now_;
+  q.prompt_tokens = a.prompt_tokens;
+  q.output_tokens = a.output_tokens;
+  q.deadline = a.deadline > 0 ? now_ + a.deadline : 0;
+  q.session = a.session;
+  q.client = client;
+  q.request_class = a.request_class;
+  q.measured = now_ >= scenario_.warmup && now_ < end_;
+  ++requests_total_;
+  ++live_requests_;
+  ++second_counts_.back().arrivals;
+  return slot;
+}
+
+void Simulator::onArrival(uint32_t slot) {
+  SimRequest& q = requests_[slot];
+  if (live_gateways_.empty()) {
+    finish(slot, Outcome::kUpstreamFailed);  // nothing answers at the front door
+    return;
+  }
+  // The front load balancer spreads clients over the live gateways.
+  q.gateway = static_cast<uint16_t>(
+      live_gateways_[gateway_rng_.below(static_cast<uint32_t>(live_gateways_.size()))]);
+  if (q.deadline > 0) queue_.push(q.deadline, kDeadline, 0, engineId(slot));
+  gateways_[q.gateway].retry_budget->onRequest(now_);
+  route(slot);
+}
+
+bool Simulator::sharedLimits() const {
+  const fleet::ModelLimits& limits = scenario_.gateways.limits;
+  return distributed() &&
+         (limits.max_inflight_per_replica > 0 || limits.requests_per_second_per_replica > 0);
+}
+
+void Simulator::route(uint32_t slot) {
+  SimRequest& q = requests_[slot];
+  SimGateway& g = gateways_[q.gateway];
+  const fleet::ModelEntry& model = *g.model;
+  const int64_t limit = model.limits.max_inflight_per_replica;
+  const double per_replica_rate = model.limits.requests_per_second_per_replica;
+  const bool shared_limits = sharedLimits();
+
+  // Model-wide rate limit, checked once per request (the first attempt).
+  if (q.attempts == 0 && q.tried_count == 0 && per_replica_rate > 0 && !shared_limits) {
+    if (model.runtime->rate.tryAcquire(now_) > 0) {
+      finish(slot, Outcome::kRateLimited);
+      return;
+    }
+  }
+  routing::RouteRequest request{&spec_, now_, {}, {}};
+  request.shape.prompt_tokens = q.prompt_tokens;
+  request.shape.max_tokens = q.output_tokens;
+  if (scenario_.gateways.session_affinity && q.session != 0) {
+    const int pinned = shared_.pinned(q.session);
+    if (pinned >= 0 && static_cast<size_t>(pinned) < g.position.size()) {
+      request.preferred = g.position[static_cast<size_t>(pinned)];
+    }
+  }
+  const int max_attempts = std::min(scenario_.gateways.retry_max_attempts, 10);
+  int admission_races = 0;
+  while (q.attempts < max_attempts) {
+    request.tried = std::span<const int>(q.tried.data(), q.tried_count);
+    const TimeNs started = options_.wall_clock ? options_.wall_clock() : 0;
+    const routing::Decision decision =
+        routing::route(*g.snapshot, model, request, g.rng, g.scratch);
+    if (options_.wall_clock)
+      result_.routing_ns.add(static_cast<double>(options_.wall_clock() - started));
+    ++result_.decisions;
+    if (decision.chosen < 0) {
+      const bool saturated = decision.saturated > 0 || admission_races > 0;
+      finish(slot, saturated                ? Outcome::kInflightLimit
+                   : model.replicas.empty() ? Outcome::kNoReplica
+                                            : Outcome::kUpstreamFailed);
+      return;
+    }
+    const uint32_t replica = g.replica_at[static_cast<size_t>(decision.chosen)];
+    fleet::ReplicaState& state = *g.states[replica];
+    if (scenario_.gateways.session_affinity && q.session != 0 && !decision.affinity) {
+      shared_.pin(q.session, static_cast<int>(replica));
+    }
+
+    // Check-and-admit (admission/inflight_admission.h, as the gateway's admission stage): the
+    // local count with the other gateways' as last read, then, with shared limits, exactly in
+    // the shared state; when that does not answer, this gateway's share of the limit.
+    bool lost_race = !admission::admitLocally(state, limit);
+    q.shared_admitted = false;
+    if (!lost_race && shared_limits) {
+      const double model_rate =
+          per_replica_rate *
+          std::max(1, model.runtime->routable_replicas.load(std::memory_order_relaxed));
+      TimeNs retry_after = 0;
+      switch (shared_.admit(g.index, replica, limit, model_rate, std::max(1.0, model_rate), now_,
+                            &retry_after)) {
+        case SharedVerdict::kAdmitted:
+          q.shared_admitted = true;
+          break;
+        case SharedVerdict::kInflightLimit:
+          admission::releaseLocally(state);
+          lost_race = true;
+          break;
+        case SharedVerdict::kRateLimited:
+          admission::releaseLocally(state);
+          finish(slot, Outcome::kRateLimited);
+          return;
+        case SharedVerdict::kDegraded:
+          ++result_.shared_state_degraded;
+          if (!admission::withinShare(
+                  state, limit, model.runtime->live_gateways.load(std::memory_order_relaxed),
+                  model.runtime->gateway_rank.load(std::memory_order_relaxed))) {
+            admission::releaseLocally(state);
+            lost_race = true;
+          } else if (per_replica_rate > 0 && model.runtime->rate.tryAcquire(now_) > 0) {
+            admission::releaseLocally(state);
+            finish(slot, Outcome::kRateLimited);
+            return;
+          }
+          break;
+      }
+    }
+    if (lost_race) {
+      if (++admission_races > kMaxAdmissionRaces || !addTried(q, decision.chosen)) {
+        finish(slot, Outcome::kInflightLimit);
+        return;
+      }
+      request.preferred = -1;
+      continue;
+    }
+    fleet::ReplicaCounters& counters = state.counters();
+    ++q.attempts;
+    q.may_retry = q.attempts < max_attempts &&
+                  static_cast<size_t>(q.tried_count) + 1 < model.replicas.size() &&
+                  q.tried_count + 1 < static_cast<uint8_t>(q.tried.size()) &&
+                  g.retry_budget->canSpend(now_);
+    q.replica = replica;
+    counters.requests_total.fetch_add(1, std::memory_order_relaxed);
+    noteRouted(replicas_[replica]);
+    q.sent = now_;
+    q.first_token = -1;
+    q.streams_at_start = state.globalRunning();  // this request included
+    SimReplica& r = replicas_[replica];
+    if (!r.alive) {
+      attemptFailed(slot, true);  // connection refused: nothing was sent; failover may follow
+      return;
+    }
+    if (scenario_.gateways.network_latency > 0) {
+      queue_.push(now_ + scenario_.gateways.network_latency, kEngineDeliver, replica,
+                  engineId(slot));
+    } else {
+      deliver(engineId(slot));
+    }
+    return;
+  }
+  finish(slot, Outcome::kUpstreamFailed);
+}
+
+void Simulator::noteRouted(const SimReplica& r) {
+  if (added_at_ < 0) return;
+  static constexpr std::array<TimeNs, 3> kWindows = {2 * kNsPerSec, 5 * kNsPerSec, 10 * kNsPerSec};
+  for (size_t w = 0; w < kWindows.size(); ++w) {
+    if (now_ - added_at_ >= kWindows[w]) continue;
+    ++routed_all_[w];
+    routed_added_[w] += r.added;
+  }
+}
+
+void Simulator::deliver(uint64_t id) {
+  const std::optional<uint32_t> live = liveSlot(id);
+  if (!live) return;
+  const uint32_t slot = *live;
+  SimRequest& q = requests_[slot];
+  SimReplica& r = replicas_[q.replica];
+  if (!r.alive) {
+    attemptFailed(slot, true);
+    return;
+  }
+  engine::ModelRequest request;
+  request.id = engineId(slot);
+  request.prompt_tokens = q.prompt_tokens;
+  request.max_tokens = q.output_tokens;
+  catchUp(r);
+  r.model->submit(request, now_);
+  q.at_engine = true;
+  ++r.inflight;
+  scheduleReplica(r);
+}
+
+void Simulator::onEngineStep(SimReplica& r) {
+  token_events_.clear();
+  r.model->advance(now_, token_events_);
+  for (const engine::TokenEvent& e : token_events_) {
+    const std::optional<uint32_t> slot = liveSlot(e.id);
+    if (!slot) continue;
+    if (e.previous_token < 0) requests_[*slot].first_token = e.time;
+    if (e.finished) onEngineFinished(*slot, e.time);
+  }
+  scheduleReplica(r);
+}
+
+void Simulator::catchUp(SimReplica& r) {
+  // The model reports nothing before its next event time, but it prices steps on its own
+  // timeline: bring it to now before reading its load or giving it a request. Whatever is due
+  // now is handled as its own event would (a same-instant event may not have run yet).
+  if (r.model->nextEventTime() < 0) return;
+  std::vector<engine::TokenEvent> events;
+  r.model->advance(now_, events);
+  for (const engine::TokenEvent& e : events) {
+    const std::optional<uint32_t> slot = liveSlot(e.id);
+    if (!slot) continue;
+    if (e.previous_token < 0) requests_[*slot].first_token = e.time;
+    if (e.finished) onEngineFinished(*slot, e.time);
+  }
+  if (!events.empty()) scheduleReplica(r);
+}
+
+void Simulator::onEngineFinished(uint32_t slot, TimeNs at) {
+  SimRequest& q = requests_[slot];
+  q.at_engine = false;
+  --replicas_[q.replica].inflight;
+  if (scenario_.gateways.network_latency > 0) {
+    queue_.push(at + scenario_.gateways.network_latency, kGatewayComplete, 0, engineId(slot));
+  } else {
+    gatewayComplete(engineId(slot));
+  }
+}
+
+void Simulator::gatewayComplete(uint64_t id) {
+  const std::optional<uint32_t> live = liveSlot(id);
+  if (!live) return;
+  const uint32_t slot = *live;
+  SimRequest& q = requests_[slot];
+  SimGateway& g = gateways_[q.gateway];
+  fleet::ReplicaState& state = *g.states[q.replica];
+  const TimeNs latency = scenario_.gateways.network_latency;
+  fleet::CompletedResponse response;
+  response.status = 200;
+  response.prompt_tokens = q.prompt_tokens;
+  response.output_tokens = q.output_tokens;
+  response.event_stream = true;  // the workload streams, as the load generator does
+  response.started = q.sent;
+  response.first_byte_at = q.first_token + latency;
+  response.finished = now_;
+  response.streams_at_start = q.streams_at_start;
+  response.streams_at_end = state.globalRunning();
+  fleet::accountCompletion(state.counters(), response);
+  admission::releaseLocally(state);
+  state.recordSuccess();
+  if (q.shared_admitted) shared_.release(g.index, q.replica);
+  finish(slot, Outcome::kOk);
+}
+
+void Simulator::attemptFailed(uint32_t slot, bool before_first_byte) {
+  SimRequest& q = requests_[slot];
+  SimGateway& g = gateways_[q.gateway];
+  fleet::ReplicaState& state = *g.states[q.replica];
+  state.counters().upstream_errors_total.fetch_add(1, std::memory_order_relaxed);
+  state.recordFailure();
+  admission::releaseLocally(state);
+  if (q.shared_admitted) {
+    shared_.release(g.index, q.replica);
+    q.shared_admitted = false;
+  }
+  // Nothing reached the client yet: another replica, if the retry budget allows.
+  if (g.alive && before_first_byte && q.may_retry && addTried(q, g.position[q.replica]) &&
+      g.retry_budget->trySpend(now_)) {
+    route(slot);
+    return;
+  }
+  finish(slot, Outcome::kUpstreamFailed);
+}
+
+void Simulator::onDeadline(uint64_t id) {
+  const std::optional<uint32_t> live = liveSlot(id);
+  if (!live) return;
+  const uint32_t slot = *live;
+  SimRequest& q = requests_[slot];
+  // The client gave up: the gateway drops the upstream (the engine aborts the request); this is
+  // not the replica's failure.
+  SimGateway& g = gateways_[q.gateway];
+  if (q.sent >= 0 && g.alive) {
+    fleet::ReplicaState& state = *g.states[q.replica];
+    admission::releaseLocally(state);
+    if (q.shared_admitted) shared_.release(g.index, q.replica);
+  }
+  cancelAtEngine(slot);
+  finish(slot, Outcome::kDeadline);
+}
+
+void Simulator::cancelAtEngine(uint32_t slot) {
+  SimRequest& q = requests_[slot];
+  if (!q.at_engine) return;
+  SimReplica& r = replicas_[q.replica];
+  catchUp(r);
+  r.model->cancel(engineId(slot), now_);
+  --r.inflight;
+  q.at_engine = false;
+  scheduleReplica(r);
+}
+
+void Simulator::finish(uint32_t slot, Outcome outcome) {
+  SimRequest& q = requests_[slot];
+  if (!q.live) return;
+  recordOutcome(q, outcome, now_);
+  if (request_csv_) writeRequestCsv(q, outcome, now_);
+  q.live = false;
+  --live_requests_;
+  free_requests_.push_back(slot);
+  if (q.client >= 0 && now_ < end_) {
+    queue_.push(now_, kClientSend, static_cast<uint32_t>(q.client));
+  }
+}
+
+}  // namespace switchyard::sim

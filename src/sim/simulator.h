@@ -1,0 +1,91 @@
+// The fleet simulator: one scenario, one routing strategy, on a virtual clock.
+//
+// The second driver of Switchyard's two pure cores. Every simulated gateway runs the production
+// routing core (routing::route with the strategy and its knobs, filters, slow start, candidate
+// sampling), its own FleetRegistry snapshot and ReplicaStates (in-flight counts, engine signals,
+// health, learned capacity), the capacity estimator (fleet::CapacityTracker), the traffic-driven
+// health decisions (health::FleetHealth) and the request path's admission (rate limit, in-flight
+// check-and-admit, retries with a budget); every replica runs the engine model
+// (engine::BatchingModel). What the live system does over sockets and timers is replaced at
+// these seams (docs/simulation.md):
+//   - the load generator and the client side of HTTP: the workload's arrivals (workload.h);
+//   - gateway <-> engine HTTP: a direct submit after `network_latency`; the engine's tokens come
+//     back as its TokenEvents;
+//   - /metrics scraping: the engine's load, through the one mapping the emulator's /metrics
+//     exports (engine_telemetry.h), every scrape interval;
+//   - health probes: a probe succeeds when the replica is up;
+//   - Redis (shared state): SharedView, which publishes each gateway's counts every sync interval
+//     and applies the others' after `sync_delay`; admission with shared limits is atomic in it;
+//     an outage makes every call degraded;
+//   - Asio timers: events in one queue (event_queue.h).
+// Deterministic for a scenario, strategy and seed: no wall-clock reads in simulated code (the
+// optional `wall_clock` only measures routing CPU time), no threads.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sim/scenario.h"
+#include "sim/stats.h"
+
+namespace switchyard::sim {
+
+struct Progress {
+  TimeNs now = 0;
+  TimeNs end = 0;  // the arrivals' end (duration); draining may run past it
+  uint64_t events = 0;
+  int64_t requests = 0;
+};
+
+struct RunOptions {
+  std::string strategy;  // as a routing-strategy header
+  std::string label;     // names the run in the results ("" : the strategy)
+  double rate = 0;       // open-loop requests/s (a `load:` turned into a rate by the caller)
+  // Optional: a monotonic wall clock, to measure the CPU time of each routing decision.
+  std::function<TimeNs()> wall_clock;
+  // Called every few thousand events.
+  std::function<void(const Progress&)> progress;
+  std::string per_request_csv;  // "" : none
+};
+
+// The replicas the first `add_replicas` event added, over the first seconds after it (the
+// new-replica stampede): their share of the requests routed, and their engine in-flight count
+// (running + waiting, sampled every 100 ms) against the established replicas'.
+struct AddedReplicas {
+  double at_s = -1;  // when they were added; -1: no replica was added
+  int count = 0;
+  int fleet = 0;  // replicas in the fleet after the add
+  double share_2s = 0, share_5s = 0, share_10s = 0;
+  double peak_inflight_5s = 0;       // the highest of any added replica in the first 5 s
+  double established_median_5s = 0;  // the established replicas' median over the same samples
+  double fairShare() const { return fleet ? static_cast<double>(count) / fleet : 0; }
+};
+
+struct RunResult {
+  std::string strategy;
+  double rate = 0;
+  TimeNs simulated = 0;  // virtual time at the end
+  uint64_t events = 0;
+  TimeNs window = 0;               // the measurement window's length (duration - warmup)
+  std::vector<GroupStats> groups;  // one per GPU type (fleet order), then "all"
+  std::vector<SecondRow> seconds;  // per second and group
+  // Routing cost per decision (wall clock, when measured).
+  Distribution routing_ns;
+  // Engine queue depth (waiting requests), sampled per replica every 100 ms over the window.
+  Distribution queue_depth;
+  int64_t decisions = 0;
+  double wall_seconds = 0;  // set by the caller that timed the run (0: not timed)
+  int64_t health_exclusions = 0;
+  int64_t shared_state_degraded = 0;  // admission or sync calls answered degraded
+  AddedReplicas added;
+  // Capacity learning: seconds from the start until every GPU type's mean learned capacity
+  // (gateway 0) stayed within 10 % of its value at the end of the arrivals; -1 if never.
+  double capacity_convergence_s = -1;
+};
+
+// Throws ConfigError for problems found while running (a malformed trace line).
+RunResult runSimulation(const Scenario& scenario, const RunOptions& options);
+
+}  // namespace switchyard::sim

@@ -1,0 +1,229 @@
+// The simulator's internals (simulator.h has the contract). One Simulator runs one scenario with
+// one strategy; its member functions are split by job: simulator.cc (set-up, the event loop,
+// fleet and scenario events), request_path.cc (a request from arrival to completion, as the
+// gateway's worker handles it), control_plane.cc (each gateway's scrape, capacity, health and
+// shared-state timers) and recording.cc (statistics and series).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "admission/retry_budget.h"
+#include "core/rng.h"
+#include "engine/batching_model.h"
+#include "fleet/capacity_tracker.h"
+#include "fleet/fleet_registry.h"
+#include "health/fleet_health.h"
+#include "routing/router.h"
+#include "routing/strategy_spec.h"
+#include "sim/event_queue.h"
+#include "sim/shared_view.h"
+#include "sim/simulator.h"
+#include "sim/workload.h"
+
+namespace switchyard::sim {
+
+enum EventKind : uint32_t {
+  kArrival,          // the workload's next open-loop arrival
+  kClientSend,       // closed loop: client `target` sends its next request
+  kEngineStep,       // replica `target`'s model has something due (arg: generation)
+  kEngineDeliver,    // request `arg` reaches replica `target` (network latency)
+  kGatewayComplete,  // request `arg`'s last token reaches its gateway
+  kDeadline,         // request `arg`'s client gives up
+  kScrape,           // gateway `target`'s telemetry scrape of every replica
+  kCapacity,         // gateway `target`'s capacity refresh
+  kHealthTick,       // gateway `target`'s health evaluation (100 ms)
+  kProbe,            // gateway `target`'s health probes
+  kSync,             // gateway `target`'s shared-state sync
+  kSyncApply,        // gateway `target` applies the view it read (arg: view slot)
+  kSecond,           // statistics: the per-second series
+  kQueueSample,      // statistics: engine queue depths (100 ms)
+  kScenario,         // scenario event `target`
+  kRedisBack,        // a Redis outage ends
+  kWindowStart,      // the measurement window opens (warm-up over)
+  kWindowEnd,        // ... and closes (the arrivals' end)
+};
+
+struct SimReplica {
+  uint32_t index = 0;
+  uint16_t group = 0;     // fleet group
+  uint16_t gpu_type = 0;  // statistics group
+  std::string name;       // "A100-3:8000": the gateways' replica address
+  std::unique_ptr<engine::BatchingModel> model;
+  engine::PerfConfig perf;
+  bool alive = true;     // answers (fail_replica / recover_replica)
+  bool removed = false;  // left the fleet: finishes what it has, gets nothing new
+  TimeNs added_at = 0;
+  bool added = false;  // by the first add_replicas event (the cohort AddedReplicas follows)
+  TimeNs removed_at = -1;
+  TimeNs scheduled = -1;  // the pending kEngineStep's time; -1: none
+  uint32_t generation = 0;
+  int64_t tokens_offset = 0;     // tokens its engine produced before it last failed
+  int32_t inflight = 0;          // requests submitted to its engine, not finished
+  double busy_offset = 0;        // busy seconds of the engine before it last failed
+  double window_busy_start = 0;  // busy seconds when the measurement window began (or joined)
+  int64_t window_tokens_start = 0;
+  double second_busy = 0;  // busy seconds at the last per-second tick
+
+  double busySeconds() const { return busy_offset + model->load().busy_seconds_total; }
+  int64_t generatedTokens() const { return tokens_offset + model->load().generated_tokens_total; }
+};
+
+// One request, from arrival to outcome (a reusable slot).
+struct SimRequest {
+  TimeNs arrival = 0;
+  TimeNs sent = -1;         // the gateway forwarded it to the replica (this attempt)
+  TimeNs first_token = -1;  // at the engine
+  TimeNs deadline = 0;      // absolute; 0: none
+  uint64_t session = 0;
+  int64_t streams_at_start = 0;
+  int32_t prompt_tokens = 1;
+  int32_t output_tokens = 1;
+  int32_t client = -1;   // closed loop: the client that sent it
+  uint32_t replica = 0;  // sim index of the replica of the current attempt
+  uint32_t generation = 0;
+  uint16_t gateway = 0;
+  uint16_t request_class = 0;
+  uint8_t attempts = 0;
+  uint8_t tried_count = 0;
+  bool live = false;
+  bool measured = false;
+  bool at_engine = false;  // submitted to the engine and not finished there
+  bool may_retry = false;  // of the current attempt
+  bool shared_admitted = false;
+  std::array<int, 16> tried{};  // snapshot positions that failed this request
+};
+
+struct SimGateway {
+  int index = 0;
+  bool alive = true;
+  fleet::FleetRegistry registry;
+  std::shared_ptr<const fleet::FleetSnapshot> snapshot;
+  const fleet::ModelEntry* model = nullptr;
+  std::vector<std::shared_ptr<fleet::ReplicaState>> states;  // by replica index, kept forever
+  std::vector<int32_t> position;     // replica index -> position in model->replicas, or -1
+  std::vector<uint32_t> replica_at;  // position -> replica index
+  std::vector<std::shared_ptr<fleet::ReplicaState>> fleet_states;       // the snapshot's, in order
+  std::unordered_map<const fleet::ReplicaState*, uint32_t> replica_of;  // state -> replica index
+  routing::RoutingScratch scratch;
+  Rng rng;
+  std::unique_ptr<fleet::CapacityTracker> capacity;
+  std::unique_ptr<health::FleetHealth> health;
+  std::unique_ptr<admission::RetryBudget> retry_budget;
+  // Shared state: the last view read, and when a sync last succeeded.
+  TimeNs last_sync_success = 0;
+  bool have_global = false;
+  std::vector<fleet::CapacityCounters> global;
+  std::vector<ReplicaReport> report;  // scratch for publishing
+};
+
+class Simulator {
+ public:
+  Simulator(const Scenario& scenario, const RunOptions& options);
+  RunResult run();
+
+ private:
+  // --- set-up and the loop (simulator.cc)
+  void addReplica(size_t group, TimeNs now);
+  void applyFleet(TimeNs now);
+  void applyFleet(SimGateway& g, TimeNs now);
+  void scheduleReplica(SimReplica& r);
+  void dispatch(const Event& e);
+  void onScenarioEvent(const ScenarioEvent& e);
+  void failReplica(SimReplica& r);
+  void killGateway(SimGateway& g);
+  bool pullArrival();
+
+  // --- request path (request_path.cc)
+  uint32_t newRequest(const Arrival& a, int client);
+  void onArrival(uint32_t slot);
+  void route(uint32_t slot);
+  void deliver(uint64_t id);
+  void noteRouted(const SimReplica& r);
+  void onEngineStep(SimReplica& r);
+  void catchUp(SimReplica& r);
+  void onEngineFinished(uint32_t slot, TimeNs at);
+  void gatewayComplete(uint64_t id);
+  void attemptFailed(uint32_t slot, bool before_first_byte);
+  void finish(uint32_t slot, Outcome outcome);
+  void onDeadline(uint64_t id);
+  void cancelAtEngine(uint32_t slot);  // the client or its gateway went away
+  // The slot of a request id (slot and generation) that is still live.
+  std::optional<uint32_t> liveSlot(uint64_t id) const;
+  uint64_t engineId(uint32_t slot) const {
+    return (static_cast<uint64_t>(requests_[slot].generation) << 32) | slot;
+  }
+
+  // --- control plane (control_plane.cc)
+  void scrape(SimGateway& g);
+  void refreshCapacity(SimGateway& g);
+  void healthTick(SimGateway& g);
+  void probe(SimGateway& g, const fleet::ReplicaState& state);
+  void probeAll(SimGateway& g);
+  void sync(SimGateway& g);
+  void applyView(SimGateway& g, SyncView& view);
+  void forgetRemote(SimGateway& g);
+  bool distributed() const { return scenario_.gateways.shared_state; }
+  bool sharedLimits() const;
+
+  // --- recording (recording.cc)
+  void onSecond();
+  void onQueueSample();
+  void startWindow(SimReplica& r);
+  void endWindow();
+  void recordOutcome(const SimRequest& q, Outcome outcome, TimeNs done);
+  void writeRequestCsv(const SimRequest& q, Outcome outcome, TimeNs done);
+  RunResult collect();
+
+  const Scenario& scenario_;
+  const RunOptions& options_;
+  routing::StrategySpec spec_;
+  engine::ProfileCatalog catalog_;
+  std::vector<std::string> gpu_types_;  // statistics groups, fleet order
+  EventQueue queue_;
+  TimeNs now_ = 0;
+  TimeNs end_ = 0;  // the arrivals' end
+  uint64_t events_ = 0;
+  bool window_open_ = false;
+  bool window_closed_ = false;
+
+  std::vector<SimReplica> replicas_;
+  std::vector<SimGateway> gateways_;  // sized once: a FleetRegistry does not move
+  std::vector<int> live_gateways_;
+  SharedView shared_;
+  std::vector<SyncView> views_;  // read, waiting for their kSyncApply (one slot per gateway)
+
+  Workload workload_;
+  Rng gateway_rng_;  // which gateway an arrival goes to
+  Arrival next_arrival_;
+  bool have_arrival_ = false;
+  std::vector<SimRequest> requests_;
+  std::vector<uint32_t> free_requests_;
+  int64_t requests_total_ = 0;
+  int64_t live_requests_ = 0;
+  std::vector<engine::TokenEvent> token_events_;
+  std::vector<const fleet::ReplicaState*> urgent_;  // health: replicas to probe now
+
+  // Statistics.
+  std::vector<GroupStats> groups_;  // gpu types, then all
+  RunResult result_;
+  std::vector<Distribution> second_ttft_;  // per group, this second's completions
+  std::vector<Distribution> second_e2e_;
+  std::vector<SecondRow> second_counts_;             // per group, this second's counts
+  std::vector<std::vector<double>> capacity_trace_;  // per second, per gpu type (gateway 0)
+  std::unique_ptr<std::ofstream> request_csv_;
+  // The first add_replicas event's cohort: requests routed to it and to all, per window (2, 5,
+  // 10 s after the add), and the in-flight samples of its first 5 s.
+  TimeNs added_at_ = -1;
+  std::array<int64_t, 3> routed_added_{};
+  std::array<int64_t, 3> routed_all_{};
+  Distribution established_inflight_;
+};
+
+}  // namespace switchyard::sim
