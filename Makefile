@@ -2,7 +2,7 @@
 JOBS ?= $(shell nproc)
 
 .PHONY: deps build build-debug test test-release test-debug tsan demo bench bench-faults \
-	bench-hetero bench-stampede clean
+	bench-hetero bench-stampede bench-scaledown clean
 
 deps:
 	bash scripts/install-deps.sh
@@ -48,6 +48,12 @@ bench-hetero: build
 # CSV and PNG in build/bench-stampede/. STAMPEDE_* knobs: see bench/e2e/stampede.sh.
 bench-stampede: build
 	bash bench/e2e/stampede.sh
+
+# Traffic-aware scale-down: a Deployment shrinks under load behind 3 gateways (fake Kubernetes
+# API server, emulated engines), Kubernetes' own pick vs Switchyard's choice + drain. About
+# 1 min per run; CSV and PNG in build/bench-scaledown/. SCALEDOWN_* knobs: bench/e2e/scaledown.sh.
+bench-scaledown: build
+	bash bench/e2e/scaledown.sh
 
 clean:
 	rm -rf build

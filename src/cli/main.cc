@@ -3,6 +3,7 @@
 
 #include "cli/bench_command.h"
 #include "cli/demo_command.h"
+#include "cli/drain_wait_command.h"
 #include "core/version.h"
 #include "engine/engine_command.h"
 #include "gateway/gateway.h"
@@ -112,7 +113,25 @@ int main(int argc, char** argv) {
   demo->add_option("--strategies", demo_options.strategies, "routing strategies to compare")
       ->delimiter(',');
 
+  // drain-wait: a vLLM Pod's preStop hook (src/cli/drain_wait_command.h).
+  switchyard::cli::DrainWaitOptions drain_wait_options;
+  CLI::App* drain_wait = app.add_subcommand(
+      "drain-wait", "Drain a replica at the gateway and wait until its requests are done");
+  drain_wait->add_option("--gateway", drain_wait_options.gateways,
+                         "gateway admin URL http://HOST:PORT (repeat or comma-separate)")
+      ->required();
+  drain_wait->add_option("--pod", drain_wait_options.pod, "the Pod's name (or replica address)")
+      ->required();
+  drain_wait->add_option("--timeout", drain_wait_options.timeout,
+                         "give up after this long (90s, 2m, or seconds)")
+      ->capture_default_str();
+  drain_wait->add_option("--interval", drain_wait_options.interval, "poll interval")
+      ->capture_default_str();
+  drain_wait->add_flag("!--no-drain", drain_wait_options.drain,
+                       "only wait; do not ask the gateway to drain first");
+
   CLI11_PARSE(app, argc, argv);
+  if (drain_wait->parsed()) return switchyard::cli::runDrainWait(drain_wait_options);
   if (demo->parsed()) return switchyard::cli::runDemo(demo_options);
   if (bench->parsed()) return switchyard::cli::runBench(bench_options);
   if (gateway->parsed()) return switchyard::gateway::runGateway(gateway_options);

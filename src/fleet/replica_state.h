@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <string_view>
 
 #include "core/clock.h"
 #include "fleet/engine_signals.h"
@@ -46,6 +47,10 @@ struct alignas(64) ReplicaCounters {
   // token-weighted mean concurrency times the tokens. Pairs each response's speed with its own
   // load for the batching-curve fit.
   std::atomic<int64_t> token_concurrency_total{0};
+  // What a replica would take with it if it were removed (scale-down's victim choice): requests
+  // that followed a session's pin to it, and async resources created on it.
+  std::atomic<int64_t> affinity_requests_total{0};
+  std::atomic<int64_t> jobs_created_total{0};
 };
 
 // A replica's routing health (docs/operations.md). Written by the control thread's health
@@ -65,6 +70,25 @@ enum class HealthReason : uint8_t {
   kSlowOutlier,      // time per output token far above its same-GPU peers' (degraded GPU)
   kHalfOpenFailure,  // the trial request or probe after a backoff failed
 };
+
+// Why a replica takes no new requests although it is in the fleet (bits; 0: it may be routed
+// to). Discovery writes the first three from the Pod on every fleet change; an operator's drain
+// (POST /admin/drain, shared between gateways) writes kDrainRequested. Requests in flight finish,
+// a session pinned to the replica re-pins on its next request, async jobs stay reachable while
+// the replica is in the fleet.
+enum LifecycleFlag : uint8_t {
+  kNotReady = 1,        // the Pod is not Ready (excluded at once; back under slow start)
+  kTerminating = 2,     // the Pod has a deletionTimestamp: it is going away
+  kDrainLabel = 4,      // the Pod carries aibrix.ai/draining=true
+  kDrainRequested = 8,  // an operator (or drain-wait) asked for a drain
+};
+inline constexpr uint8_t kDiscoveryFlags = kNotReady | kTerminating | kDrainLabel;
+inline constexpr uint8_t kDrainingFlags = kTerminating | kDrainLabel | kDrainRequested;
+
+// "active", "draining" (any draining bit) or "not_ready", for views and metrics.
+std::string_view lifecycleName(uint8_t flags);
+// The set bits as a JSON array of names: ["terminating","drain_label"].
+void appendLifecycleReasons(std::string& out, uint8_t flags);
 
 // The concurrency (streams in flight) at which a replica's decode capacity is stated, and the
 // reference of its utilisation: the usual vLLM batch a gateway aims for.
@@ -150,6 +174,19 @@ class ReplicaState {
   TimeNs readySince() const { return ready_since_.load(std::memory_order_relaxed); }
   HealthReason healthReason() const { return health_reason_.load(std::memory_order_relaxed); }
 
+  // Lifecycle (LifecycleFlag bits; 0: routable). Read by the routing filters on every request
+  // (same cache line as health_); written on the control thread only, so the read-modify-write
+  // below needs no compare-exchange.
+  uint8_t lifecycle() const { return lifecycle_.load(std::memory_order_relaxed); }
+  bool draining() const { return (lifecycle() & kDrainingFlags) != 0; }
+  // Control thread: replaces the bits in `mask` with `bits`; returns the previous flags.
+  uint8_t storeLifecycle(uint8_t mask, uint8_t bits) {
+    const uint8_t before = lifecycle_.load(std::memory_order_relaxed);
+    lifecycle_.store(static_cast<uint8_t>((before & ~mask) | (bits & mask)),
+                     std::memory_order_relaxed);
+    return before;
+  }
+
   // Workers: record one request outcome.
   void recordSuccess() {
     counters_.outcome_successes_total.fetch_add(1, std::memory_order_relaxed);
@@ -193,6 +230,7 @@ class ReplicaState {
   std::atomic<bool> signals_valid_{false};
   std::atomic<HealthState> health_{HealthState::kHealthy};
   std::atomic<HealthReason> health_reason_{HealthReason::kNone};
+  std::atomic<uint8_t> lifecycle_{0};
   std::atomic<TimeNs> scrape_failed_at_{-1};
 
   alignas(64) std::atomic<double> decode_capacity_{EngineSignals::kUnknown};

@@ -26,6 +26,14 @@ struct AdminServer::Impl {
   asio::io_context& io;
   tcp::acceptor acceptor;
   std::map<std::string, AdminHandler, std::less<>> handlers;
+  std::map<std::string, AdminRequestHandler, std::greater<>> prefixes;  // longest first
+
+  const AdminRequestHandler* prefixHandler(std::string_view path) const {
+    for (const auto& [prefix, handler] : prefixes) {
+      if (path.starts_with(prefix)) return &handler;
+    }
+    return nullptr;
+  }
 
   asio::awaitable<void> acceptLoop() {
     for (;;) {
@@ -54,6 +62,8 @@ struct AdminServer::Impl {
       AdminResponse out;
       if (auto it = handlers.find(path); it != handlers.end()) {
         out = it->second(query);
+      } else if (const AdminRequestHandler* handler = prefixHandler(path)) {
+        out = (*handler)(AdminRequest{req.method_string(), path, query, req.body()});
       } else {
         out.status = 404;
         out.body = R"({"error":{"message":"no such admin endpoint","type":"invalid_request_error","param":null,"code":"not_found"}})";
@@ -93,6 +103,10 @@ AdminServer::~AdminServer() = default;
 
 void AdminServer::handle(std::string path, AdminHandler handler) {
   impl_->handlers[std::move(path)] = std::move(handler);
+}
+
+void AdminServer::handlePrefix(std::string prefix, AdminRequestHandler handler) {
+  impl_->prefixes[std::move(prefix)] = std::move(handler);
 }
 
 uint16_t AdminServer::port() const { return impl_->acceptor.local_endpoint().port(); }

@@ -23,6 +23,15 @@ struct AdminResponse {
 // `query` is the request target after '?', undecoded ("" when absent).
 using AdminHandler = std::function<AdminResponse(std::string_view query)>;
 
+// The whole request, for handlers that serve a path prefix or read a body (PUT, POST).
+struct AdminRequest {
+  std::string_view method;
+  std::string_view path;
+  std::string_view query;
+  std::string_view body;
+};
+using AdminRequestHandler = std::function<AdminResponse(const AdminRequest& request)>;
+
 // The value of `name` in a query string ("limit=5&x=1"), undecoded; nullopt when absent.
 std::optional<std::string_view> queryParam(std::string_view query, std::string_view name);
 
@@ -31,6 +40,9 @@ class AdminServer {
   AdminServer(boost::asio::io_context& io, const boost::asio::ip::tcp::endpoint& listen);
   ~AdminServer();
   void handle(std::string path, AdminHandler handler);
+  // Every path under `prefix` (e.g. "/metrics/") that has no exact handler; the longest
+  // matching prefix wins.
+  void handlePrefix(std::string prefix, AdminRequestHandler handler);
   uint16_t port() const;
   void start();
   void stop();

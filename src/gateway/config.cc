@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "gateway/config_values.h"
+#include "gateway/discovery_config.h"
 #include "gateway/shared_state_config.h"
 #include "core/duration_text.h"
 #include "routing/strategy_spec.h"
@@ -414,7 +415,7 @@ GatewayConfig parseNode(const YAML::Node& root) {
   static const std::set<std::string> kKnown = {
       "listen",  "admin_listen", "workers", "routing", "telemetry", "limits",  "timeouts",
       "models",  "reload_poll_interval_ms", "health",  "retry",     "tracing", "logging",
-      "decisions", "shared_state", "session_affinity", "async_jobs"};
+      "decisions", "shared_state", "session_affinity", "async_jobs", "discovery"};
   for (auto it = root.begin(); it != root.end(); ++it) {
     const std::string key = it->first.as<std::string>();
     if (!kKnown.count(key)) throw ConfigError(key + ": unknown key");
@@ -505,6 +506,7 @@ GatewayConfig parseNode(const YAML::Node& root) {
     parseSessionAffinity(sessions, config.session_affinity);
   }
   if (const YAML::Node jobs = root["async_jobs"]) parseAsyncJobs(jobs, config.async_jobs);
+  if (const YAML::Node discovery = root["discovery"]) parseDiscovery(discovery, config.kubernetes);
   const YAML::Node models = root["models"];
   if (models && !models.IsSequence()) throw ConfigError("models: must be a list");
   std::set<std::string> names;

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "fleet/discovery/kubernetes/settings.h"
 #include "fleet/fleet_registry.h"
 #include "health/replica_health.h"
 #include "gateway/shared_state_config.h"
@@ -77,6 +78,8 @@ struct GatewayConfig {
   SharedStateConfig shared_state;  // several gateways: `shared_state:` (memory or redis)
   SessionAffinityConfig session_affinity;
   AsyncJobsConfig async_jobs;
+  // `discovery: { kubernetes: ... }`: replicas from Pods, beside `models:` (docs/kubernetes.md).
+  fleet::kubernetes::KubernetesSettings kubernetes;
 
   // Engine signals older than this are unknown (three scrape intervals).
   TimeNs signalMaxAge() const { return 3 * scrape_interval; }

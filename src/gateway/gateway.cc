@@ -13,6 +13,7 @@
 #include "fleet/fleet_registry.h"
 #include "fleet/telemetry_scraper.h"
 #include "gateway/admin_server.h"
+#include "gateway/fleet_plane.h"
 #include "gateway/fleet_view.h"
 #include "gateway/shared_state_metrics.h"
 #include "gateway/shared_state_sync.h"
@@ -75,6 +76,10 @@ class ControlPlane {
     shared_backend_ = state::makeBackend(config_.shared_state.settings);
     state_sync_ = std::make_unique<GatewayStateSync>(io_, *shared_backend_, registry_,
                                                      config_.shared_state);
+    // Discovery, drains and scale-down; the static fleet applied above is served until the
+    // discovered replicas join it.
+    fleet_plane_ = std::make_unique<FleetPlane>(io_, registry_, *shared_backend_, config_,
+                                                [this] { onFleetChange(); });
     for (int i = 0; i < worker_count; ++i) {
       workers_.push_back(std::make_unique<Worker>(i, config_, registry_, listen,
                                                   observe_->worker(i), *shared_backend_));
@@ -83,6 +88,7 @@ class ControlPlane {
     }
     admin_ = std::make_unique<AdminServer>(io_, http::resolveListenAddress(config_.admin_listen));
     registerAdminEndpoints();
+    fleet_plane_->registerAdmin(*admin_);
     admin_->start();
     observe_->startExporter(io_);
     scraper_.sync(registry_.replicas());
@@ -91,6 +97,7 @@ class ControlPlane {
     scheduleCapacityRefresh();
     scheduleHealthTick();
     state_sync_->start();
+    fleet_plane_->start();
 
     std::printf("listening %s:%u %s:%u\n", listen.address().to_string().c_str(), listen.port(),
                 listen.address().to_string().c_str(), admin_->port());
@@ -119,8 +126,9 @@ class ControlPlane {
     });
     admin_->handle("/debug/fleet", [this](std::string_view) {
       const auto snapshot = registry_.latest();
+      const TimeNs now = SteadyClock::instance().now();
       return AdminResponse{200, "application/json",
-                           renderFleetJson(*snapshot, SteadyClock::instance().now())};
+                           renderFleetJson(*snapshot, now, fleet_plane_->debugJson(now))};
     });
     admin_->handle("/metrics", [this](std::string_view) {
       const auto snapshot = registry_.latest();
@@ -134,6 +142,7 @@ class ControlPlane {
       for (const auto& worker : workers_) clients.push_back(&worker->sharedStateStats());
       appendSharedStateMetrics(text, state_sync_->distributed() ? "redis" : "memory", clients,
                                *state_sync_, *snapshot);
+      fleet_plane_->appendMetrics(text, *snapshot, SteadyClock::instance().now());
       return AdminResponse{200, "text/plain; version=0.0.4; charset=utf-8", std::move(text)};
     });
     admin_->handle("/debug/decisions", [this](std::string_view query) {
@@ -149,7 +158,9 @@ class ControlPlane {
         }
         limit = std::min(limit, parsed);
       }
-      return AdminResponse{200, "application/json", observe_->recentDecisionsJson(limit)};
+      const auto snapshot = registry_.latest();  // the chosen replicas' labels
+      return AdminResponse{200, "application/json",
+                           observe_->recentDecisionsJson(limit, 200 * kNsPerMs, snapshot.get())};
     });
     admin_->handle("/dashboard", [](std::string_view) {
       return AdminResponse{200, "text/html; charset=utf-8", std::string(observe::dashboardHtml())};
@@ -157,9 +168,18 @@ class ControlPlane {
   }
 
   void applyFleet(const GatewayConfig& config) {
-    registry_.apply(config.models, config.signalMaxAge(), config.default_strategy,
+    registry_.apply(fleet_plane_ ? fleet_plane_->compose(config) : config.models,
+                    config.signalMaxAge(), config.default_strategy,
                     config.auto_blend_load_balance_weight, SteadyClock::instance().now());
     health_.sync(registry_.latest());
+    if (fleet_plane_) fleet_plane_->afterApply();
+  }
+
+  // Discovery saw Pods come, go or change.
+  void onFleetChange() {
+    if (shutting_down_) return;
+    applyFleet(config_);
+    scraper_.sync(registry_.replicas());
   }
 
   void scheduleHealthTick() {
@@ -243,6 +263,9 @@ class ControlPlane {
         next.workers != config_.workers) {
       spdlog::warn("gateway: listen addresses and workers change only on restart");
     }
+    if (next.kubernetes.enabled != config_.kubernetes.enabled) {
+      spdlog::warn("gateway: discovery settings change only on restart");
+    }
     applyFleet(next);
     scraper_.setInterval(next.scrape_interval);
     scraper_.sync(registry_.replicas());
@@ -270,6 +293,7 @@ class ControlPlane {
     for (auto& worker : workers_) inflight += worker->inflight();
     if (inflight == 0 || SteadyClock::instance().now() >= shutdown_deadline_) {
       if (inflight > 0) spdlog::warn("gateway: grace period over, {} requests cut", inflight);
+      fleet_plane_->stop();
       scraper_.stopAll();
       health_.stopAll();
       state_sync_->stop();
@@ -301,6 +325,7 @@ class ControlPlane {
   std::unique_ptr<observe::Observability> observe_;  // declared before workers_: outlives them
   std::shared_ptr<state::SharedStateBackend> shared_backend_;  // outlives workers' clients
   std::unique_ptr<GatewayStateSync> state_sync_;
+  std::unique_ptr<FleetPlane> fleet_plane_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<std::thread> threads_;
   FileStamp stamp_;

@@ -452,6 +452,7 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn,
   int attempts = 0;
   int admission_races = 0;
   bool saturated = false;
+  bool unavailable = false;  // every replica is draining or not ready
   while (attempts < max_attempts) {
     route_request.tried = std::span<const int>(tried.data(), tried_count);
     const TimeNs routing_started = now();
@@ -461,9 +462,13 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn,
     if (decision.chosen < 0) {
       // Replicas lost to an admission race are at their limit too (set aside as "tried").
       saturated = decision.saturated > 0 || admission_races > 0;
+      unavailable = decision.unavailable > 0 && decision.unavailable == decision.ready;
       break;
     }
     const std::shared_ptr<fleet::ReplicaState>& replica = model->replicas[decision.chosen].state;
+    if (decision.affinity) {  // a pinned session's request: scale-down prefers other victims
+      replica->counters().affinity_requests_total.fetch_add(1, std::memory_order_relaxed);
+    }
 
     if (!session.empty() && !decision.affinity) {
       // First request of the session, or its replica is gone: pin (or re-pin) atomically. If
@@ -551,6 +556,7 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn,
                          prompt_estimate, keep_alive, may_retry);
     if (!conn.job_id.empty()) {
       shared->recordJob(conn.job_id, model->name, replica->name(), config.async_jobs.ttl);
+      replica->counters().jobs_created_total.fetch_add(1, std::memory_order_relaxed);
     }
     if (result == ForwardResult::kDone) co_return keep_alive;
     if (result == ForwardResult::kAborted) co_return false;
@@ -566,9 +572,11 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn,
                                      "every replica of the model is at its in-flight limit",
                                      kNsPerSec, request_id, keep_alive);
   }
-  if (model->replicas.empty()) {
-    co_return co_await sendError(conn, 503, "no replica serves this model", "server_error",
-                                 "no_replica", "", request_id, keep_alive);
+  if (model->replicas.empty() || unavailable) {
+    co_return co_await sendError(conn, 503,
+                                 unavailable ? "every replica of the model is draining or not ready"
+                                             : "no replica serves this model",
+                                 "server_error", "no_replica", "", request_id, keep_alive);
   }
   co_return co_await sendError(conn, 502, "the model's replicas could not be reached",
                                "server_error", "upstream_unavailable", "", request_id,

@@ -247,7 +247,7 @@ void HealthManager::tick() {
     detectSlowReplicas(model, now);
     int routable = 0;
     for (const auto& entry : model.replicas) {
-      routable += entry.state->health() != HealthState::kExcluded;
+      routable += entry.state->health() != HealthState::kExcluded && entry.state->lifecycle() == 0;
     }
     model.runtime->routable_replicas.store(routable, std::memory_order_relaxed);
     fleet::rescaleRateLimit(model, routable);

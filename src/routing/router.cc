@@ -41,6 +41,10 @@ std::string_view exclusionName(Exclusion reason) {
       return "saturated";
     case Exclusion::kFailedThisRequest:
       return "failed_this_request";
+    case Exclusion::kDraining:
+      return "draining";
+    case Exclusion::kNotReady:
+      return "not_ready";
   }
   return "unknown";
 }
@@ -154,6 +158,11 @@ class Filters {
         std::find(request_.tried.begin(), request_.tried.end(), static_cast<int>(i)) !=
             request_.tried.end()) {
       row.excluded = Exclusion::kFailedThisRequest;
+    } else if (const uint8_t lifecycle = replica.lifecycle(); lifecycle != 0) {
+      // Draining or not ready: read from health's cache line, which the filters load anyway.
+      row.excluded = (lifecycle & fleet::kDrainingFlags) ? Exclusion::kDraining
+                                                         : Exclusion::kNotReady;
+      ++decision_.unavailable;
     } else if (max_inflight_ > 0 && replica.globalRunning() >= max_inflight_) {
       row.excluded = Exclusion::kSaturated;
       ++decision_.saturated;
@@ -247,6 +256,7 @@ Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& mo
       // The whole sample is filtered out: the fleet may still have candidates. Decide on all
       // of it, as without sampling (the health fallback included).
       decision.saturated = 0;
+      decision.unavailable = 0;
       decision.sampled = 0;
       unhealthy = filterFleet(model, request, decision, scratch);
     }

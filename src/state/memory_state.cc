@@ -76,6 +76,19 @@ class MemorySync final : public SharedStateSync, private MemoryEndpoint {
       std::span<const ReplicaReport> replicas) override {
     co_return store_->read(replicas, gateway_, startCall());
   }
+  boost::asio::awaitable<std::optional<bool>> holdLease(std::string_view name,
+                                                        TimeNs ttl) override {
+    co_return store_->holdLease(name, gateway_, ttl, startCall());
+  }
+  boost::asio::awaitable<bool> putMark(std::string_view set, std::string_view key,
+                                       std::string_view value, TimeNs ttl) override {
+    store_->putMark(set, key, value, ttl, startCall());
+    co_return true;
+  }
+  boost::asio::awaitable<std::optional<std::vector<Mark>>> readMarks(
+      std::string_view set) override {
+    co_return store_->readMarks(set, startCall());
+  }
   const SharedStateStats& stats() const override { return stats_; }
 };
 

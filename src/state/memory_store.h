@@ -48,6 +48,12 @@ class MemoryStore {
   std::vector<ReplicaGlobalView> read(std::span<const ReplicaReport> replicas,
                                       std::string_view gateway, TimeNs now);
 
+  // Coordination (SharedStateSync::holdLease, putMark, readMarks).
+  bool holdLease(std::string_view name, std::string_view gateway, TimeNs ttl, TimeNs now);
+  void putMark(std::string_view set, std::string_view key, std::string_view value, TimeNs ttl,
+               TimeNs now);
+  std::vector<Mark> readMarks(std::string_view set, TimeNs now);
+
   // How long a gateway's token counters outlive its last publish (as the Redis keys do).
   static constexpr TimeNs kTokenRetention = 3600 * kNsPerSec;
 
@@ -57,6 +63,8 @@ class MemoryStore {
   Stripe& stripeFor(std::string_view key);
 
   std::array<std::unique_ptr<Stripe>, kStripes> stripes_;
+  struct Coordination;  // leases and marks: rare control-plane calls, one mutex
+  std::unique_ptr<Coordination> coordination_;
 };
 
 }  // namespace switchyard::state

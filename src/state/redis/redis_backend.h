@@ -12,6 +12,8 @@
 //   PREFIX:{MODEL}:rate             string GCRA theoretical arrival time (µs, Redis TIME)
 //   PREFIX:{MODEL}:sess:SESSION     string replica; sliding TTL (GETEX PX on lookup)
 //   PREFIX:job:{JOB}                hash  model, replica; TTL
+//   PREFIX:lease:{NAME}             string the gateway holding the lease; TTL
+//   PREFIX:marks:{SET}              hash  key → "deadline_ms value" (coordination marks)
 //
 // A gateway counts in others' admissions and reads only while its heartbeat in `live` is
 // current (the sync publishes it); its own counts always count for itself. The atomic steps are

@@ -29,8 +29,16 @@ enum class ScriptId : uint8_t {
   kPinSession,
   // KEYS: job:{ID}. ARGV: model, replica, ttl_ms.
   kRecordJob,
+  // KEYS: lease:{NAME}. ARGV: gateway, ttl_ms. Takes or renews the lease if free or this
+  // gateway's. Returns 1 if this gateway holds it afterwards, else 0.
+  kHoldLease,
+  // KEYS: marks:{SET}. ARGV: key, value, ttl_ms (<= 0 removes). Stores "deadline_ms value".
+  kPutMark,
+  // KEYS: marks:{SET}. Returns {key, value, key, value, ...} of the unexpired entries and
+  // removes the expired ones.
+  kReadMarks,
 };
-inline constexpr size_t kScriptCount = 6;
+inline constexpr size_t kScriptCount = 9;
 
 std::string_view scriptSource(ScriptId script);
 
