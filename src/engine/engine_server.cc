@@ -1,6 +1,7 @@
 #include "engine/engine_server.h"
 
 #include "engine/async_jobs.h"
+#include "http/peer_watch.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -71,6 +72,10 @@ struct PendingRequest {
   bool finished = false;
   bool aborted = false;  // the server is stopping
 };
+
+// The client left: wake the request's coroutine so it gives the work up (as vLLM aborts a
+// request whose connection closed, streamed or not).
+void wakePending(void* pending) { static_cast<PendingRequest*>(pending)->wake.cancel(); }
 
 }  // namespace
 
@@ -433,10 +438,15 @@ class Replica {
     ResponseIdentity identity{newResponseId(endpoint), unixSeconds(), options_.model, endpoint};
     TokenTextSource words(options_.seed, generation.prompt_hash);
     const bool keep_alive = request.keep_alive();
+    const auto client = std::make_shared<switchyard::http::PeerWatch>();
+    const switchyard::http::PeerWatchScope watching(client, stream.socket(), &wakePending,
+                                                    &pending);
 
     if (!generation.stream) {
-      while (!pending.finished && !pending.aborted) co_await pending.wake.async_wait(kAwait);
-      if (pending.aborted) co_return false;
+      while (!pending.finished && !pending.aborted && !client->gone) {
+        co_await pending.wake.async_wait(kAwait);
+      }
+      if (pending.aborted || client->gone) co_return false;
       std::string text;
       for (int i = 0; i < pending.ready_tokens; ++i) text += words.next();
       co_return co_await write(
@@ -468,7 +478,7 @@ class Replica {
         stalled = true;
         if (!co_await sleepFor(std::chrono::milliseconds(stall_ms))) co_return false;
       }
-      if (pending.aborted) co_return false;
+      if (pending.aborted || client->gone) co_return false;
       if (pending.ready_tokens == 0 && !pending.finished) {
         co_await pending.wake.async_wait(kAwait);
         continue;

@@ -99,6 +99,7 @@ struct ModelRuntime {
   alignas(64) std::atomic<int32_t> routable_replicas{0};  // not excluded by health
   AtomicGcra rate;  // this gateway's share: per-replica RPS x routable replicas / live gateways
   std::atomic<int32_t> live_gateways{1};  // gateways sharing the model (shared-state sync)
+  std::atomic<int32_t> gateway_rank{0};   // this gateway's position among them (by id)
 };
 
 // Per-model protection (docs/operations.md); 0 means unlimited.

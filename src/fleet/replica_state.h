@@ -109,13 +109,19 @@ struct LearnedCapacity {
 class ReplicaState {
  public:
   ReplicaState(std::string name, std::string host, uint16_t port)
-      : name_(std::move(name)), host_(std::move(host)), port_(port) {}
+      : name_(std::move(name)),
+        host_(std::move(host)),
+        port_(port),
+        name_hash_(hashName(name_)) {}
   ReplicaState(const ReplicaState&) = delete;
   ReplicaState& operator=(const ReplicaState&) = delete;
 
   const std::string& name() const { return name_; }  // "host:port" for static replicas
   const std::string& host() const { return host_; }
   uint16_t port() const { return port_; }
+  // A hash of name() that every gateway computes alike (FNV-1a), for choices several gateways
+  // must agree on without talking (e.g. admission shares while shared state is away).
+  uint64_t nameHash() const { return name_hash_; }
 
   ReplicaCounters& counters() { return counters_; }
   const ReplicaCounters& counters() const { return counters_; }
@@ -157,6 +163,10 @@ class ReplicaState {
     return out;
   }
   TimeNs lastScrapeFailureAt() const { return scrape_failed_at_.load(std::memory_order_relaxed); }
+  // Whether a scrape has ever completed, successfully or not (readiness).
+  bool everScraped() const {
+    return signals_read_at_.load(std::memory_order_relaxed) >= 0 || lastScrapeFailureAt() >= 0;
+  }
 
   // Control thread writes the health verdict; the routing filters read it.
   void storeHealth(HealthState state, HealthReason reason) {
@@ -214,9 +224,16 @@ class ReplicaState {
   }
 
  private:
+  static uint64_t hashName(const std::string& name) {
+    uint64_t h = 14695981039346656037ull;
+    for (const char c : name) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+    return h;
+  }
+
   const std::string name_;
   const std::string host_;
   const uint16_t port_;
+  const uint64_t name_hash_;
 
   ReplicaCounters counters_;
 

@@ -175,6 +175,7 @@ void parseTimeouts(const YAML::Node& node, TimeoutsConfig& t) {
       {"upstream_idle_ms", &t.upstream_idle},
       {"upstream_pool_idle_ms", &t.upstream_pool_idle},
       {"shutdown_grace_ms", &t.shutdown_grace},
+      {"lingering_close_ms", &t.lingering_close},
   };
   for (auto it = node.begin(); it != node.end(); ++it) {
     const std::string key = it->first.as<std::string>();
@@ -415,7 +416,7 @@ GatewayConfig parseNode(const YAML::Node& root) {
   static const std::set<std::string> kKnown = {
       "listen",  "admin_listen", "workers", "routing", "telemetry", "limits",  "timeouts",
       "models",  "reload_poll_interval_ms", "health",  "retry",     "tracing", "logging",
-      "decisions", "shared_state", "session_affinity", "async_jobs", "discovery"};
+      "decisions", "shared_state", "session_affinity", "async_jobs", "readiness", "discovery"};
   for (auto it = root.begin(); it != root.end(); ++it) {
     const std::string key = it->first.as<std::string>();
     if (!kKnown.count(key)) throw ConfigError(key + ": unknown key");
@@ -506,6 +507,22 @@ GatewayConfig parseNode(const YAML::Node& root) {
     parseSessionAffinity(sessions, config.session_affinity);
   }
   if (const YAML::Node jobs = root["async_jobs"]) parseAsyncJobs(jobs, config.async_jobs);
+  if (const YAML::Node readiness = root["readiness"]) {
+    if (!readiness.IsMap()) throw ConfigError("readiness: must be a mapping");
+    for (auto it = readiness.begin(); it != readiness.end(); ++it) {
+      const std::string key = it->first.as<std::string>();
+      const std::string full = "readiness." + key;
+      if (key == "shared_state_timeout_ms") {
+        config.readiness.shared_state_timeout = millis(it->second, full);
+      } else if (key == "telemetry_timeout_ms") {
+        config.readiness.telemetry_timeout = millis(it->second, full);
+      } else if (key == "discovery_timeout_ms") {
+        config.readiness.discovery_timeout = millis(it->second, full);
+      } else {
+        throw ConfigError(full + ": unknown key");
+      }
+    }
+  }
   if (const YAML::Node discovery = root["discovery"]) parseDiscovery(discovery, config.kubernetes);
   const YAML::Node models = root["models"];
   if (models && !models.IsSequence()) throw ConfigError("models: must be a list");

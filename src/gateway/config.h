@@ -23,6 +23,7 @@
 #include "fleet/discovery/kubernetes/settings.h"
 #include "fleet/fleet_registry.h"
 #include "health/replica_health.h"
+#include "gateway/readiness.h"
 #include "gateway/shared_state_config.h"
 #include "observe/observe_config.h"
 
@@ -42,6 +43,10 @@ struct TimeoutsConfig {
   TimeNs upstream_pool_idle = 4 * kNsPerSec;  // below engines' 5 s keep-alive, so pooled
                                               // connections are closed before the engine does
   TimeNs shutdown_grace = 30 * kNsPerSec;
+  // After an early error answer (413, 431, 400) with request bytes still arriving: how long the
+  // gateway keeps reading and discarding them, its write side closed, so the client reads the
+  // answer instead of a reset (nginx's lingering close).
+  TimeNs lingering_close = 5 * kNsPerSec;
 };
 
 struct RetryConfig {
@@ -59,7 +64,7 @@ struct CapacityConfig {
 struct GatewayConfig {
   std::string listen = "127.0.0.1:8888";
   std::string admin_listen = "127.0.0.1:8889";
-  int workers = 0;  // 0: one per core
+  int workers = 0;  // 0: one per CPU this process may use (core/cpu_budget.h)
   std::string default_strategy = "least-request";
   fleet::LoadBalanceParams load_balance;  // global defaults; models may override
   fleet::TopKParams top_k;                // likewise
@@ -78,6 +83,7 @@ struct GatewayConfig {
   SharedStateConfig shared_state;  // several gateways: `shared_state:` (memory or redis)
   SessionAffinityConfig session_affinity;
   AsyncJobsConfig async_jobs;
+  ReadinessSettings readiness;  // `readiness:` (/readyz, docs/operations.md)
   // `discovery: { kubernetes: ... }`: replicas from Pods, beside `models:` (docs/kubernetes.md).
   fleet::kubernetes::KubernetesSettings kubernetes;
 

@@ -45,6 +45,7 @@ class FleetPlane {
   void appendMetrics(std::string& out, const fleet::FleetSnapshot& snapshot, TimeNs now) const;
 
   bool discovering() const { return discovery_ != nullptr; }
+  bool discoverySynced() const { return discovery_ != nullptr && discovery_->synced(); }
   DrainController& drain() { return *drain_; }
 
  private:

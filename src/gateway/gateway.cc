@@ -3,12 +3,14 @@
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <charconv>
 #include <cstdio>
 #include <thread>
 
+#include "core/cpu_budget.h"
 #include "fleet/capacity_tracker.h"
 #include "fleet/fleet_registry.h"
 #include "fleet/telemetry_scraper.h"
@@ -61,19 +63,27 @@ class ControlPlane {
         health_timer_(io_),
         signals_(io_, SIGTERM, SIGINT, SIGHUP),
         reload_timer_(io_),
-        shutdown_timer_(io_) {}
+        shutdown_timer_(io_),
+        readiness_(config_.readiness, SteadyClock::instance().now()) {}
 
   int run() {
     applyFleet(config_);
     stamp_ = stampOf(options_.config_path);
 
-    const int worker_count = config_.workers > 0
-                                 ? config_.workers
-                                 : std::max(1u, std::thread::hardware_concurrency());
+    int worker_count = config_.workers;
+    if (worker_count > 0) {
+      spdlog::info("gateway: {} workers (configured)", worker_count);
+    } else {
+      const CpuBudget budget = detectCpuBudget();
+      worker_count = budget.cpus;
+      spdlog::info("gateway: {} workers, one per CPU this process may use: {}", worker_count,
+                   budget.source);
+    }
     tcp::endpoint listen = http::resolveListenAddress(config_.listen);
     observe_ = std::make_unique<observe::Observability>(config_.observe,
                                                         static_cast<size_t>(worker_count));
-    shared_backend_ = state::makeBackend(config_.shared_state.settings);
+    shared_backend_ =
+        state::makeBackend(config_.shared_state.settings, config_.shared_state.gateway_id);
     state_sync_ = std::make_unique<GatewayStateSync>(io_, *shared_backend_, registry_,
                                                      config_.shared_state);
     // Discovery, drains and scale-down; the static fleet applied above is served until the
@@ -120,9 +130,20 @@ class ControlPlane {
 
  private:
   void registerAdminEndpoints() {
+    // Liveness: the process answers. It stays 200 while draining, so a liveness probe never
+    // kills a gateway that is finishing its requests; readiness says "draining" instead.
     admin_->handle("/healthz", [this](std::string_view) {
-      return AdminResponse{shutting_down_ ? 503u : 200u, "application/json",
+      return AdminResponse{200u, "application/json",
                            shutting_down_ ? R"({"status":"draining"})" : R"({"status":"ok"})"};
+    });
+    admin_->handle("/readyz", [this](std::string_view) {
+      const auto snapshot = registry_.latest();
+      const Readiness::Verdict verdict = readiness_.evaluate(
+          {shutting_down_, state_sync_->distributed(), state_sync_->syncedOnce(), snapshot.get(),
+           SteadyClock::instance().now(), fleet_plane_->discovering(),
+           fleet_plane_->discoverySynced()});
+      return AdminResponse{verdict.ready ? 200u : 503u, "application/json",
+                           Readiness::toJson(verdict, shutting_down_)};
     });
     admin_->handle("/debug/fleet", [this](std::string_view) {
       const auto snapshot = registry_.latest();
@@ -135,7 +156,8 @@ class ControlPlane {
       const observe::ExporterStats exporter = observe_->exporterStats();
       observe::ControlPlaneStats stats{scraper_.scrapesTotal(), scraper_.scrapeFailuresTotal(),
                                        exporter.exported,       exporter.dropped,
-                                       exporter.failures,       snapshot->version};
+                                       exporter.failures,       snapshot->version,
+                                       workers_.size()};
       std::string text =
           observe_->metrics().render(*snapshot, SteadyClock::instance().now(), stats);
       std::vector<const state::SharedStateStats*> clients;
@@ -294,19 +316,24 @@ class ControlPlane {
     if (inflight == 0 || SteadyClock::instance().now() >= shutdown_deadline_) {
       if (inflight > 0) spdlog::warn("gateway: grace period over, {} requests cut", inflight);
       fleet_plane_->stop();
-      scraper_.stopAll();
-      health_.stopAll();
       state_sync_->stop();
-      observe_->stopExporter();
-      admin_->stop();
-      signals_.cancel();
-      io_.stop();
+      // The other gateways stop counting this one's requests now, not a liveness period later.
+      asio::co_spawn(io_, state_sync_->retire(), [this](std::exception_ptr) { finishShutdown(); });
       return;
     }
     shutdown_timer_.expires_after(std::chrono::milliseconds(20));
     shutdown_timer_.async_wait([this](const boost::system::error_code& ec) {
       if (!ec) pollDrained();
     });
+  }
+
+  void finishShutdown() {
+    scraper_.stopAll();
+    health_.stopAll();
+    observe_->stopExporter();
+    admin_->stop();
+    signals_.cancel();
+    io_.stop();
   }
 
   const GatewayOptions& options_;
@@ -329,6 +356,7 @@ class ControlPlane {
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<std::thread> threads_;
   FileStamp stamp_;
+  Readiness readiness_;
   bool shutting_down_ = false;
   TimeNs shutdown_deadline_ = 0;
 };

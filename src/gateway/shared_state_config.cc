@@ -68,6 +68,9 @@ void parseSharedState(const YAML::Node& node, SharedStateConfig& config) {
       config.sync_interval = millis(v, full);
     } else if (key == "liveness_ttl_ms") {
       config.liveness_ttl = millis(v, full);
+    } else if (key == "gateway_id") {
+      config.gateway_id = scalar<std::string>(v, full);
+      if (config.gateway_id.empty()) throw ConfigError(full + ": empty");
     } else {
       throw ConfigError(full + ": unknown key");
     }
@@ -132,6 +135,9 @@ void applySharedStateEnvironment(SharedStateConfig& config) {
                 (port ? std::string(port) : std::to_string(current_port));
   }
   if (const char* v = std::getenv("REDIS_PASSWORD")) s.password = v;
+  if (const char* v = std::getenv("SWITCHYARD_GATEWAY_ID"); v != nullptr && *v != '\0') {
+    config.gateway_id = v;
+  }
   if (const char* v = std::getenv("SWITCHYARD_REDIS_ADDRESS")) {
     s.address = v;
     s.backend = state::SharedStateSettings::Backend::kRedis;

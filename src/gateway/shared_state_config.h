@@ -17,6 +17,10 @@ struct SharedStateConfig {
   state::SharedStateSettings settings;   // backend, address, deadlines
   TimeNs sync_interval = 200 * kNsPerMs;  // publish own counts, read the others'
   TimeNs liveness_ttl = 3 * kNsPerSec;    // a gateway silent this long stops counting
+  // This gateway's name in shared state; empty: a random one per start. A stable id (e.g. the
+  // pod name) lets a restarted gateway clear the counts its previous run left at its first sync
+  // instead of leaving them counted for a liveness period.
+  std::string gateway_id;
 };
 
 struct SessionAffinityConfig {
@@ -37,7 +41,8 @@ void parseSharedState(const YAML::Node& node, SharedStateConfig& config);
 void parseSessionAffinity(const YAML::Node& node, SessionAffinityConfig& config);
 void parseAsyncJobs(const YAML::Node& node, AsyncJobsConfig& config);
 
-// SWITCHYARD_SHARED_STATE_BACKEND, SWITCHYARD_REDIS_ADDRESS (implies backend redis), and the
+// SWITCHYARD_SHARED_STATE_BACKEND, SWITCHYARD_REDIS_ADDRESS (implies backend redis),
+// SWITCHYARD_GATEWAY_ID, and the
 // AIBrix gateway's REDIS_HOST, REDIS_PORT, REDIS_PASSWORD (address and password only).
 void applySharedStateEnvironment(SharedStateConfig& config);
 

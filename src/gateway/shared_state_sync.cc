@@ -18,9 +18,19 @@ GatewayStateSync::GatewayStateSync(asio::io_context& io, state::SharedStateBacke
       sync_(backend.makeSync(io.get_executor())),
       timer_(io) {}
 
+namespace {
+
+// A count that has not moved this long has no admission or release on its way to the backend.
+constexpr TimeNs kQuietBeforeReconcile = 1 * kNsPerSec;
+// How often a quiet replica's count is rewritten at most.
+constexpr TimeNs kReconcileEvery = 5 * kNsPerSec;
+
+}  // namespace
+
 void GatewayStateSync::start() {
   if (!sync_->distributed()) return;
   last_success_ = SteadyClock::instance().now();
+  spawnCycle();  // at once: the gateway is not ready until it has synced
   schedule();
 }
 
@@ -34,29 +44,66 @@ void GatewayStateSync::schedule() {
   timer_.expires_after(std::chrono::nanoseconds(config_.sync_interval));
   timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || stopped_) return;
-    if (!running_) {
-      running_ = true;
-      asio::co_spawn(io_, cycle(), [this](std::exception_ptr e) {
-        running_ = false;
-        if (e) {
-          try {
-            std::rethrow_exception(e);
-          } catch (const std::exception& ex) {
-            spdlog::error("shared state sync failed: {}", ex.what());
-          }
-        }
-      });
-    }
+    spawnCycle();
     schedule();
   });
 }
 
-asio::awaitable<void> GatewayStateSync::cycle() {
+void GatewayStateSync::spawnCycle() {
+  if (running_) return;
+  running_ = true;
+  asio::co_spawn(io_, cycle(), [this](std::exception_ptr e) {
+    running_ = false;
+    if (e) {
+      try {
+        std::rethrow_exception(e);
+      } catch (const std::exception& ex) {
+        spdlog::error("shared state sync failed: {}", ex.what());
+      }
+    }
+  });
+}
+
+asio::awaitable<void> GatewayStateSync::retire() {
+  if (!sync_->distributed()) co_return;
   const auto snapshot = registry_.latest();
   if (!snapshot) co_return;
-  std::vector<state::ReplicaReport> reports;
   std::vector<std::pair<const fleet::ModelEntry*, const fleet::ReplicaEntry*>> owners;
-  for (const fleet::ModelEntry& model : snapshot->models) {
+  const auto reports = buildReports(*snapshot, SteadyClock::instance().now(), owners);
+  if (co_await sync_->retire(reports)) {
+    spdlog::info("shared state: this gateway's heartbeat and counts removed");
+  }
+}
+
+bool GatewayStateSync::shouldReconcile(const fleet::ReplicaState& replica, bool all,
+                                       TimeNs now) {
+  const fleet::ReplicaCounters& c = replica.counters();
+  CountWatch& watch = watches_[&replica];
+  const int64_t requests = c.requests_total.load(std::memory_order_relaxed);
+  const int64_t running = c.running.load(std::memory_order_relaxed);
+  if (requests != watch.requests_total || running != watch.running) {
+    watch.requests_total = requests;
+    watch.running = running;
+    watch.unchanged_since = now;
+  }
+  const bool quiet = now - watch.unchanged_since >= kQuietBeforeReconcile &&
+                     (watch.reconciled_at < 0 || now - watch.reconciled_at >= kReconcileEvery);
+  if (!all && !quiet) return false;
+  watch.reconciled_at = now;
+  return true;
+}
+
+std::vector<state::ReplicaReport> GatewayStateSync::buildReports(
+    const fleet::FleetSnapshot& snapshot, TimeNs now,
+    std::vector<std::pair<const fleet::ModelEntry*, const fleet::ReplicaEntry*>>& owners) {
+  // The first cycle, and the first after the backend connection came back, rewrite every
+  // request-path count: the backend may have lost them (or never had this gateway's).
+  const int64_t reconnects = sync_->stats().reconnects.load(std::memory_order_relaxed);
+  const bool reconcile_all = reconnects != reconnects_seen_;
+  reconnects_seen_ = reconnects;
+  std::map<const fleet::ReplicaState*, CountWatch> kept;
+  std::vector<state::ReplicaReport> reports;
+  for (const fleet::ModelEntry& model : snapshot.models) {
     // Models whose limits are admitted in shared state count requests on the request path
     // (admit/release); publishing the local count on top would double it.
     const bool counted_on_path = model.limits.max_inflight_per_replica > 0 ||
@@ -68,6 +115,10 @@ asio::awaitable<void> GatewayStateSync::cycle() {
       r.replica = entry.state->name();
       r.running = c.running.load(std::memory_order_relaxed);
       r.publish_running = !counted_on_path;
+      if (counted_on_path) {
+        r.reconcile_running = shouldReconcile(*entry.state, reconcile_all, now);
+        kept.insert(watches_.extract(entry.state.get()));
+      }
       r.output_tokens = c.output_tokens_total.load(std::memory_order_relaxed);
       r.prefill_tokens = c.prefill_tokens_total.load(std::memory_order_relaxed);
       r.prefill_ns = c.prefill_ns_total.load(std::memory_order_relaxed);
@@ -80,6 +131,16 @@ asio::awaitable<void> GatewayStateSync::cycle() {
       owners.emplace_back(&model, &entry);
     }
   }
+  watches_ = std::move(kept);  // replicas that left the fleet are forgotten
+  return reports;
+}
+
+asio::awaitable<void> GatewayStateSync::cycle() {
+  const auto snapshot = registry_.latest();
+  if (!snapshot) co_return;
+  std::vector<std::pair<const fleet::ModelEntry*, const fleet::ReplicaEntry*>> owners;
+  const std::vector<state::ReplicaReport> reports =
+      buildReports(*snapshot, SteadyClock::instance().now(), owners);
   ++syncs_;
   const bool published = co_await sync_->publish(reports, config_.liveness_ttl);
   std::optional<std::vector<state::ReplicaGlobalView>> views;
@@ -87,6 +148,8 @@ asio::awaitable<void> GatewayStateSync::cycle() {
   const TimeNs now = SteadyClock::instance().now();
   if (!views || views->size() != reports.size()) {
     ++sync_failures_;
+    // Rewrite every count once the backend answers again, whatever broke this time.
+    reconnects_seen_ = -1;
     if (now - last_success_ > config_.liveness_ttl) forgetRemote();
     co_return;
   }
@@ -95,8 +158,13 @@ asio::awaitable<void> GatewayStateSync::cycle() {
                  (now - last_success_) / kNsPerMs);
   }
   last_success_ = now;
+  if (!synced_once_) {
+    synced_once_ = true;
+    spdlog::info("shared state: first sync done");
+  }
   std::map<const fleet::ReplicaState*, fleet::CapacityCounters> global;
   std::map<std::string, int, std::less<>> live;
+  std::map<std::string, int, std::less<>> rank;
   for (size_t i = 0; i < views->size(); ++i) {
     const state::ReplicaGlobalView& v = (*views)[i];
     const auto [model, entry] = owners[i];
@@ -112,10 +180,12 @@ asio::awaitable<void> GatewayStateSync::cycle() {
     counters.token_concurrency = v.token_concurrency;
     global[entry->state.get()] = counters;
     live[model->name] = std::max(1, v.live_gateways);
+    rank[model->name] = std::max(0, v.gateway_rank);
   }
   for (const fleet::ModelEntry& model : snapshot->models) {
     const auto it = live.find(model.name);
     if (it == live.end()) continue;
+    model.runtime->gateway_rank.store(rank[model.name], std::memory_order_relaxed);
     if (model.runtime->live_gateways.exchange(it->second, std::memory_order_relaxed) !=
         it->second) {
       spdlog::info("shared state: model {} is served by {} live gateways", model.name,

@@ -9,7 +9,13 @@
 //    learns from a replica's whole traffic, not its own 1/N slice.
 // When the backend does not answer, the last view is kept for one liveness period and then
 // dropped (other gateways' counts are not trusted longer than their heartbeats are).
-// With the memory backend (one gateway) it does nothing.
+// The first cycle runs at start(), not one interval later, and the gateway reports ready only
+// once it has synced (or has given up and says it runs degraded: docs/operations.md).
+// Where the request path keeps the shared in-flight count (admit/release), the sync overwrites
+// it with this gateway's own count when the shared one may be wrong: on the first sync, after
+// its connection to the backend was re-established (a restarted Redis has lost every count),
+// and now and then for a replica whose count has not moved for a while (a release lost with a
+// connection). With the memory backend (one gateway) it does nothing.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -32,6 +38,12 @@ class GatewayStateSync {
                    const fleet::FleetRegistry& registry, SharedStateConfig config);
   void start();
   void stop();
+  // Shutdown, after the requests in flight finished: this gateway's heartbeat and counts are
+  // removed, so the others stop counting them at once rather than one liveness period later.
+  boost::asio::awaitable<void> retire();
+
+  // True once a publish and read went through (always true when not distributed).
+  bool syncedOnce() const { return !sync_->distributed() || synced_once_; }
 
   // Capacity-learning counters of `replica` summed over every gateway, from the last read;
   // nullopt when not distributed or not read yet.
@@ -45,9 +57,22 @@ class GatewayStateSync {
   bool distributed() const { return sync_->distributed(); }
 
  private:
+  // A replica's count as the sync last saw it, to tell when it has stopped moving.
+  struct CountWatch {
+    int64_t requests_total = -1;
+    int64_t running = -1;
+    TimeNs unchanged_since = 0;
+    TimeNs reconciled_at = -1;
+  };
+
   boost::asio::awaitable<void> cycle();
   void schedule();
+  void spawnCycle();
   void forgetRemote();
+  std::vector<state::ReplicaReport> buildReports(
+      const fleet::FleetSnapshot& snapshot, TimeNs now,
+      std::vector<std::pair<const fleet::ModelEntry*, const fleet::ReplicaEntry*>>& owners);
+  bool shouldReconcile(const fleet::ReplicaState& replica, bool all, TimeNs now);
 
   boost::asio::io_context& io_;
   const fleet::FleetRegistry& registry_;
@@ -61,6 +86,9 @@ class GatewayStateSync {
   int64_t sync_failures_ = 0;
   std::map<const fleet::ReplicaState*, fleet::CapacityCounters> global_;
   std::map<std::string, int, std::less<>> live_;
+  bool synced_once_ = false;
+  int64_t reconnects_seen_ = -1;  // the backend's reconnect count at the last cycle
+  std::map<const fleet::ReplicaState*, CountWatch> watches_;
 };
 
 }  // namespace switchyard::gateway

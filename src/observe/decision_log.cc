@@ -123,9 +123,14 @@ std::string renderDecisionsJson(std::vector<DecisionRecord> records,
     }
     fmt::format_to(std::back_inserter(out),
                    R"(,"worker":{},"attempt":{},"replicas":{},"sampled":{},"candidates_count":{},)"
-                   R"("relaxed":{},"affinity":{},"pick_set":{},"truncated":{},"candidates":[)",
+                   R"("relaxed":{},"affinity":{},"pick_set":{},"truncated":{},)",
                    r.worker, r.attempt, r.ready, r.sampled, r.candidates, r.relaxed, r.affinity,
                    r.pick_set, r.total_rows > r.row_count);
+    if (r.client_cancelled != 0) {
+      fmt::format_to(std::back_inserter(out), R"("client_cancelled":"{}",)",
+                     cancelStageName(static_cast<CancelStage>(r.client_cancelled)));
+    }
+    out.append(R"("candidates":[)");
     for (size_t j = 0; j < r.row_count; ++j) {
       const DecisionRecord::Row& row = r.rows[j];
       if (j) out.push_back(',');

@@ -47,6 +47,7 @@ struct DecisionRecord {
   uint16_t pick_set = 0;  // top-K set size; 0 when the lowest score won
   bool relaxed = false;
   bool affinity = false;  // the session's pinned replica was kept, without scoring
+  uint8_t client_cancelled = 0;  // CancelStage: the client left before the answer was complete
   char request_id[40] = {};
   char strategy[64] = {};
   std::array<Row, kMaxRows> rows;
@@ -67,6 +68,12 @@ class DecisionRing {
     DecisionRecord& r = slots_[written_ % slots_.size()];
     r.sequence = written_++;
     return r;
+  }
+  // Owner thread: the record written as `sequence`, or nullptr once it has been overwritten.
+  DecisionRecord* find(uint64_t sequence) {
+    if (sequence >= written_ || written_ - sequence > slots_.size()) return nullptr;
+    DecisionRecord& r = slots_[sequence % slots_.size()];
+    return r.sequence == sequence ? &r : nullptr;
   }
   // Owner thread: the newest `limit` records, oldest first.
   std::vector<DecisionRecord> copyNewest(size_t limit) const;

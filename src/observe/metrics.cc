@@ -33,6 +33,19 @@ void appendHistogram(std::string& out, std::string_view name, std::initializer_l
 
 }  // namespace
 
+std::string_view cancelStageName(CancelStage stage) {
+  switch (stage) {
+    case CancelStage::kQueued:
+      return "queued";
+    case CancelStage::kWaitingFirstByte:
+      return "waiting_first_byte";
+    case CancelStage::kStreaming:
+      return "streaming";
+    default:
+      return "none";
+  }
+}
+
 std::string_view limitName(LimitKind kind) {
   switch (kind) {
     case LimitKind::kModelRate:
@@ -301,6 +314,19 @@ std::string MetricsRegistry::render(const fleet::FleetSnapshot& snapshot, TimeNs
     appendSample(out, "switchyard_failovers_total", {{"model", model_names[slot]}},
                  static_cast<double>(sum));
   }
+  appendHeader(out, "switchyard_client_cancelled_total", "counter",
+               "Requests whose client went away before the answer was complete, by stage; "
+               "the upstream request was closed so the engine aborted it.");
+  for (uint32_t slot = 0; slot < model_names.size(); ++slot) {
+    for (size_t k = 1; k < static_cast<size_t>(CancelStage::kCount); ++k) {
+      uint64_t sum = 0;
+      for (const ModelBlock* b : modelParts(slot)) sum += b->client_cancelled[k].get();
+      appendSample(out, "switchyard_client_cancelled_total",
+                   {{"model", model_names[slot]},
+                    {"stage", cancelStageName(static_cast<CancelStage>(k))}},
+                   static_cast<double>(sum));
+    }
+  }
   appendHeader(out, "switchyard_rejected_requests_total", "counter",
                "Requests answered 429 by the gateway, by the limit that applied.");
   for (size_t k = 0; k < static_cast<size_t>(LimitKind::kCount); ++k) {
@@ -518,6 +544,9 @@ std::string MetricsRegistry::render(const fleet::FleetSnapshot& snapshot, TimeNs
                "Version of the fleet snapshot in use.");
   appendSample(out, "switchyard_fleet_snapshot_version", {},
                static_cast<double>(stats.snapshot_version));
+  appendHeader(out, "switchyard_workers", "gauge",
+               "Hot-path worker threads (workers: 0 starts one per CPU the process may use).");
+  appendSample(out, "switchyard_workers", {}, static_cast<double>(stats.workers));
   return out;
 }
 

@@ -49,6 +49,17 @@ enum class UpstreamErrorKind : uint8_t {
 };
 std::string_view upstreamErrorName(UpstreamErrorKind kind);
 
+// Where a request was when its client went away (the gateway then dropped it, and closed the
+// upstream request so the engine aborts it).
+enum class CancelStage : uint8_t {
+  kNone = 0,
+  kQueued,            // waiting in the gateway's queue: no GPU work was started
+  kWaitingFirstByte,  // sent to the engine, no response byte yet
+  kStreaming,         // the response was being relayed
+  kCount,
+};
+std::string_view cancelStageName(CancelStage stage);
+
 // A counter with one writer. add() is a plain load + store: only the owning worker calls it.
 class Counter {
  public:
@@ -131,6 +142,7 @@ struct ModelBlock {
   std::array<std::array<Counter, kStatusClasses>, kStrategySlots> unrouted;  // replica=""
   RoutingHistogram routing{kRoutingBoundsNs};
   Counter failovers;  // another replica was tried after one failed before responding
+  std::array<Counter, static_cast<size_t>(CancelStage::kCount)> client_cancelled;
 };
 
 class MetricsRegistry;
@@ -195,6 +207,7 @@ struct ControlPlaneStats {
   uint64_t spans_dropped_total = 0;     // by the exporter (collector down, batch rejected)
   uint64_t export_failures_total = 0;
   uint64_t snapshot_version = 0;
+  uint64_t workers = 0;  // hot-path worker threads
 };
 
 class MetricsRegistry {

@@ -105,6 +105,7 @@ void WorkerObserver::onDecision(RequestRecord& r, const routing::Decision& decis
 
   // The decision record: one fixed-size slot copy.
   DecisionRecord& record = ring_.next();
+  r.decision_sequence = record.sequence;
   fillDecisionRecord(record, decision, metrics_.replicaSlots(r.model_index),
                      metrics_.modelSlot(r.model_index), r.request_id, unixNs(routing_finished),
                      routing_ns, r.decisions);
@@ -181,6 +182,17 @@ void WorkerObserver::onComplete(RequestRecord& r, TimeNs first_byte_at, int64_t 
   r.output_tokens = output_tokens;
 }
 
+void WorkerObserver::onClientCancelled(RequestRecord& r, CancelStage stage) {
+  if (r.cancelled != CancelStage::kNone) return;
+  r.cancelled = stage;
+  if (r.model != nullptr) {
+    metrics_.model(r.model_index).client_cancelled[static_cast<size_t>(stage)].add();
+  }
+  if (DecisionRecord* record = ring_.find(r.decision_sequence)) {
+    record->client_cancelled = static_cast<uint8_t>(stage);
+  }
+}
+
 void WorkerObserver::pushSpan(const SpanRecord& span) {
   if (!spans_.push(span)) metrics_.countSpansDropped();
 }
@@ -249,14 +261,16 @@ void WorkerObserver::end(RequestRecord& r, TimeNs now) {
     span.model_slot = model_slot;
     span.replica_slot = replica_slot;
     span.status = static_cast<uint16_t>(r.status);
-    span.error = r.status >= 500 || r.status == 0;
+    span.error = r.status >= 500 || (r.status == 0 && r.cancelled == CancelStage::kNone);
+    span.client_cancelled = static_cast<uint8_t>(r.cancelled);
     span.input_tokens = r.input_tokens;
     span.output_tokens = r.output_tokens;
     copyTruncated(span.strategy, r.strategy);
     copyTruncated(span.request_id, r.request_id);
     pushSpan(span);
   }
-  const bool failed = r.status >= 500 || r.status == 0;
+  // A client that left is not the gateway's failure: logged with the stage, not as an error.
+  const bool failed = r.status >= 500 || (r.status == 0 && r.cancelled == CancelStage::kNone);
   if (access_log_ || failed) {
     const std::string_view replica_name =
         replica ? std::string_view(r.model->replicas[r.replica_index].state->name()) : "-";
@@ -267,10 +281,12 @@ void WorkerObserver::end(RequestRecord& r, TimeNs now) {
     const auto level = failed ? spdlog::level::err : spdlog::level::info;
     spdlog::log(level,
                 "request id={} model={} replica={} strategy={} status={} latency_ms={:.3f} "
-                "ttft_ms={:.3f} input_tokens={} output_tokens={} attempts={}",
+                "ttft_ms={:.3f} input_tokens={} output_tokens={} attempts={}{}{}",
                 r.request_id, r.model ? std::string_view(r.model->name) : "-", replica_name,
                 r.strategy.empty() ? "-" : r.strategy, r.status, latency_ms, ttft_ms,
-                r.input_tokens, r.output_tokens, r.decisions);
+                r.input_tokens, r.output_tokens, r.decisions,
+                r.cancelled == CancelStage::kNone ? "" : " cancelled=",
+                r.cancelled == CancelStage::kNone ? "" : cancelStageName(r.cancelled));
   }
 }
 

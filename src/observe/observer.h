@@ -63,6 +63,8 @@ struct RequestRecord {
   TimeNs first_byte_at = -1;
   TimeNs completed_at = -1;
   unsigned status = 0;       // the status the client got (0: none)
+  CancelStage cancelled = CancelStage::kNone;  // the client left before the answer was complete
+  uint64_t decision_sequence = UINT64_MAX;     // the last decision record written
   unsigned upstream_status = 0;
   bool upstream_failed = false;
   int64_t input_tokens = -1;
@@ -93,6 +95,9 @@ class WorkerObserver {
   void onUpstreamError(RequestRecord& r, UpstreamErrorKind kind);
   void onComplete(RequestRecord& r, TimeNs first_byte_at, int64_t input_tokens,
                   int64_t output_tokens, TimeNs now);
+  // The client went away at `stage`: counted, and marked on the request's decision record,
+  // span and access-log line.
+  void onClientCancelled(RequestRecord& r, CancelStage stage);
   void end(RequestRecord& r, TimeNs now);
 
   // The gateway answered 429 because of `kind` (health/limits code calls this).

@@ -116,6 +116,10 @@ std::string renderOtlpJson(const std::vector<SpanRecord>& spans, const MetricsRe
         case SpanKind::kRequest:
           if (s.status) a.integer("http.response.status_code", s.status);
           if (!replica.empty()) a.str("target_pod", replica);
+          if (s.client_cancelled != 0) {
+            a.str("switchyard.client_cancelled",
+                  cancelStageName(static_cast<CancelStage>(s.client_cancelled)));
+          }
           break;
         case SpanKind::kSelect:
           a.integer("routing.candidate_count", s.candidates);

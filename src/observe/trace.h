@@ -53,6 +53,7 @@ struct SpanRecord {
   int64_t streaming_ns = -1;      // inference: from the first to the last chunk
   int64_t input_tokens = -1;
   int64_t output_tokens = -1;
+  uint8_t client_cancelled = 0;   // request: CancelStage when the client left early
   char strategy[64] = {};
   char request_id[40] = {};
 };

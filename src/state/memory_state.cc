@@ -76,6 +76,11 @@ class MemorySync final : public SharedStateSync, private MemoryEndpoint {
       std::span<const ReplicaReport> replicas) override {
     co_return store_->read(replicas, gateway_, startCall());
   }
+  boost::asio::awaitable<bool> retire(std::span<const ReplicaReport> replicas) override {
+    startCall();
+    store_->retire(replicas, gateway_);
+    co_return true;
+  }
   boost::asio::awaitable<std::optional<bool>> holdLease(std::string_view name,
                                                         TimeNs ttl) override {
     co_return store_->holdLease(name, gateway_, ttl, startCall());

@@ -160,6 +160,10 @@ AdmitResult MemoryStore::admit(const AdmitRequest& request, std::string_view gat
     return {AdmitVerdict::kInflightLimit, inflight, 0};
   }
   if (new_tat >= 0) model.rate_tat = new_tat;
+  if (request.liveness_ttl > 0) {
+    TimeNs& deadline = findOrInsert(model.heartbeat_deadline, gateway);
+    deadline = std::max(deadline, now + request.liveness_ttl);
+  }
   ++findOrInsert(replica.running, gateway);
   return {AdmitVerdict::kAdmitted, inflight + 1, 0};
 }
@@ -237,7 +241,13 @@ void MemoryStore::publish(std::span<const ReplicaReport> reports, std::string_vi
     ModelState& model = findOrInsert(stripe.models, report.model);
     findOrInsert(model.heartbeat_deadline, gateway) = now + liveness_ttl;
     ReplicaState& replica = findOrInsert(model.replicas, report.replica);
-    if (report.publish_running) findOrInsert(replica.running, gateway) = report.running;
+    if (report.publish_running || report.reconcile_running) {
+      if (report.running > 0) {
+        findOrInsert(replica.running, gateway) = report.running;
+      } else if (auto it = replica.running.find(gateway); it != replica.running.end()) {
+        replica.running.erase(it);
+      }
+    }
     TokenEntry& tokens = findOrInsert(replica.tokens, gateway);
     tokens.values = {report.output_tokens, report.prefill_tokens, report.prefill_ns,
                      report.tokenless_requests, report.tokenless_latency_ns,
@@ -260,7 +270,9 @@ std::vector<ReplicaGlobalView> MemoryStore::read(std::span<const ReplicaReport> 
     auto model = stripe.models.find(wanted.model);
     if (model == stripe.models.end()) continue;
     for (const auto& [other, deadline] : model->second.heartbeat_deadline) {
-      if (other != gateway && deadline >= now) ++view.live_gateways;
+      if (other == gateway || deadline < now) continue;
+      ++view.live_gateways;
+      if (other < gateway) ++view.gateway_rank;
     }
     auto replica = model->second.replicas.find(wanted.replica);
     if (replica == model->second.replicas.end()) continue;
@@ -279,6 +291,24 @@ std::vector<ReplicaGlobalView> MemoryStore::read(std::span<const ReplicaReport> 
     }
   }
   return views;
+}
+
+void MemoryStore::retire(std::span<const ReplicaReport> replicas, std::string_view gateway) {
+  for (const ReplicaReport& wanted : replicas) {
+    Stripe& stripe = stripeFor(wanted.model);
+    std::lock_guard lock(stripe.mutex);
+    auto model = stripe.models.find(wanted.model);
+    if (model == stripe.models.end()) continue;
+    if (auto hb = model->second.heartbeat_deadline.find(gateway);
+        hb != model->second.heartbeat_deadline.end()) {
+      model->second.heartbeat_deadline.erase(hb);
+    }
+    auto replica = model->second.replicas.find(wanted.replica);
+    if (replica == model->second.replicas.end()) continue;
+    if (auto it = replica->second.running.find(gateway); it != replica->second.running.end()) {
+      replica->second.running.erase(it);
+    }
+  }
 }
 
 }  // namespace switchyard::state

@@ -47,6 +47,7 @@ class MemoryStore {
                TimeNs liveness_ttl, TimeNs now);
   std::vector<ReplicaGlobalView> read(std::span<const ReplicaReport> replicas,
                                       std::string_view gateway, TimeNs now);
+  void retire(std::span<const ReplicaReport> replicas, std::string_view gateway);
 
   // Coordination (SharedStateSync::holdLease, putMark, readMarks).
   bool holdLease(std::string_view name, std::string_view gateway, TimeNs ttl, TimeNs now);

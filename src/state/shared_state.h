@@ -60,6 +60,9 @@ struct AdmitRequest {
   int64_t max_inflight = 0;      // per replica, across live gateways; 0: count only, no limit
   double rate_per_second = 0;    // model-wide, across gateways; 0: no shared rate limit
   double rate_burst = 1;         // requests the model-wide rate limit lets through at once
+  // When above 0, the admission also renews this gateway's heartbeat for this long, so the
+  // others count its requests from its very first admission (not only after its first sync).
+  TimeNs liveness_ttl = 0;
 };
 
 enum class AdmitVerdict : uint8_t {
@@ -128,6 +131,10 @@ struct ReplicaReport {
   std::string replica;
   int64_t running = 0;
   bool publish_running = true;  // false when the request path keeps this count (in-flight limit)
+  // Overwrite this gateway's shared count with `running` even when the request path keeps it:
+  // after shared state lost it (a restarted Redis) or when it may have drifted (a release lost
+  // with its connection). The sync asks for it only when the count is not moving.
+  bool reconcile_running = false;
   int64_t output_tokens = 0;
   int64_t prefill_tokens = 0;
   int64_t prefill_ns = 0;
@@ -154,6 +161,7 @@ struct ReplicaGlobalView {
   int64_t timed_tokens = 0;
   int64_t token_concurrency = 0;
   int live_gateways = 1;  // gateways with a current heartbeat for this model, this one included
+  int gateway_rank = 0;   // this gateway's position among them, ordered by id
 };
 
 // One entry of a coordination set (SharedStateSync::readMarks).
@@ -191,6 +199,10 @@ class SharedStateSync {
   // replica names only are read from them). nullopt if the backend did not answer in time.
   virtual boost::asio::awaitable<std::optional<std::vector<ReplicaGlobalView>>> read(
       std::span<const ReplicaReport> replicas) = 0;
+  // A gateway leaving for good (shutdown, its requests finished): removes its heartbeat and its
+  // in-flight counts on the given replicas, so nobody counts them for a liveness period more.
+  // False if the backend did not answer within the deadline.
+  virtual boost::asio::awaitable<bool> retire(std::span<const ReplicaReport> replicas) = 0;
 
   virtual const SharedStateStats& stats() const = 0;
 };

@@ -11,6 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <thread>
@@ -74,6 +76,17 @@ inline uint16_t deadPort() {
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
   ::close(fd);
   return ntohs(addr.sin_port);
+}
+
+// The value of the first sample whose line starts with `series` (a name and labels up to where
+// they are given) in a Prometheus text page; NaN if absent.
+inline double metricSample(const std::string& page, const std::string& series) {
+  size_t at = page.find("\n" + series);
+  if (at == std::string::npos) return std::nan("");
+  at += 1 + series.size();
+  const size_t space = page.find(' ', at);
+  if (space == std::string::npos) return std::nan("");
+  return std::strtod(page.c_str() + space + 1, nullptr);
 }
 
 template <typename Predicate>

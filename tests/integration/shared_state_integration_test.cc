@@ -19,19 +19,10 @@ namespace {
 
 std::string address(uint16_t port) { return "127.0.0.1:" + std::to_string(port); }
 
-// The value of the first sample of `series` (name plus labels, up to the closing brace) in a
-// Prometheus text page; NaN if absent.
-double metricValue(const std::string& page, const std::string& series) {
-  const size_t at = page.find(series);
-  if (at == std::string::npos) return std::nan("");
-  const size_t space = page.find(' ', at + series.size());
-  return std::stod(page.substr(space + 1));
-}
-
 // The engine's own count of requests it is working on.
 double engineRunning(uint16_t engine_port) {
   const HttpResult r = httpRequest(engine_port, "GET", "/metrics", {}, {}, 2s);
-  return metricValue(r.body, "vllm:num_requests_running{");
+  return metricSample(r.body, "vllm:num_requests_running{");
 }
 
 class SharedStateTest : public ::testing::Test {
@@ -69,7 +60,7 @@ class SharedStateTest : public ::testing::Test {
   bool seesLiveGateways(size_t g, size_t n, std::chrono::milliseconds timeout = 5s) {
     return waitUntil(
         [&] {
-          return metricValue(metrics(g),
+          return metricSample(metrics(g),
                              "switchyard_shared_state_live_gateways{model=\"llama2-7b\"}") ==
                  static_cast<double>(n);
         },
@@ -127,7 +118,7 @@ TEST_F(SharedStateTest, InflightLimitHoldsGloballyUnderABurstSpreadAcrossGateway
   EXPECT_LE(peak[1], 2.0);
   EXPECT_GT(peak[0] + peak[1], 0.0);  // the sampler saw the load at all
   // Admission happened in shared state, not locally.
-  EXPECT_GT(metricValue(metrics(0), "switchyard_shared_state_calls_total{role=\"request\"}"), 0);
+  EXPECT_GT(metricSample(metrics(0), "switchyard_shared_state_calls_total{role=\"request\"}"), 0);
 }
 
 TEST_F(SharedStateTest, AKilledGatewaysCountsStopCountingWithinItsLiveness) {
@@ -259,21 +250,21 @@ TEST_F(SharedStateTest, RedisLostMidLoadCostsNoRequestAndSharedModeResumes) {
   redis_.stop(/*kill=*/true);
   std::this_thread::sleep_for(1200ms);  // load with Redis gone
   const double degraded_while_down =
-      metricValue(metrics(0), "switchyard_shared_state_degraded_total{role=\"request\"}");
+      metricSample(metrics(0), "switchyard_shared_state_degraded_total{role=\"request\"}");
   redis_.start();
   // Both gateways reconnect and admit through Redis again.
   for (size_t g = 0; g < 2; ++g) {
     EXPECT_TRUE(waitUntil(
         [&] {
-          return metricValue(metrics(g), "switchyard_shared_state_connected{role=\"request\"}") ==
+          return metricSample(metrics(g), "switchyard_shared_state_connected{role=\"request\"}") ==
                  2.0;
         },
         5s))
         << metrics(g);
   }
-  const double calls_before = metricValue(metrics(0), "switchyard_shared_state_calls_total{role=\"request\"}");
+  const double calls_before = metricSample(metrics(0), "switchyard_shared_state_calls_total{role=\"request\"}");
   const double degraded_before =
-      metricValue(metrics(0), "switchyard_shared_state_degraded_total{role=\"request\"}");
+      metricSample(metrics(0), "switchyard_shared_state_degraded_total{role=\"request\"}");
   std::this_thread::sleep_for(500ms);
   stop = true;
   for (auto& t : clients) t.join();
@@ -282,12 +273,12 @@ TEST_F(SharedStateTest, RedisLostMidLoadCostsNoRequestAndSharedModeResumes) {
   EXPECT_GT(ok.load(), 20);
   EXPECT_GT(degraded_while_down, 0.0);  // the outage was noticed and decided locally
   // After the restart, calls are answered again: more calls, (almost) no new degraded ones.
-  EXPECT_GT(metricValue(page, "switchyard_shared_state_calls_total{role=\"request\"}"),
+  EXPECT_GT(metricSample(page, "switchyard_shared_state_calls_total{role=\"request\"}"),
             calls_before);
   const double new_calls =
-      metricValue(page, "switchyard_shared_state_calls_total{role=\"request\"}") - calls_before;
+      metricSample(page, "switchyard_shared_state_calls_total{role=\"request\"}") - calls_before;
   const double new_degraded =
-      metricValue(page, "switchyard_shared_state_degraded_total{role=\"request\"}") -
+      metricSample(page, "switchyard_shared_state_degraded_total{role=\"request\"}") -
       degraded_before;
   EXPECT_LE(new_degraded, 0.1 * new_calls);  // a rare timeout on a loaded machine at most
   EXPECT_TRUE(seesLiveGateways(0, 2));

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 #include <atomic>
 #include <thread>
 #include <vector>
@@ -47,6 +48,18 @@ class SharedStateContractTest : public ::testing::Test {
   }
   AdmitResult admit(Gateway& g, std::string_view replica, int64_t limit) {
     return run(g.client->admit(AdmitRequest{"m1", replica, limit}));
+  }
+  // An admission that also renews the gateway's heartbeat for `ttl` (what gateways do).
+  AdmitResult admitLive(Gateway& g, int64_t limit, TimeNs ttl = kLongTtl) {
+    AdmitRequest request{"m1", "r1", limit};
+    request.liveness_ttl = ttl;
+    return run(admitOwned(*g.client, request));
+  }
+  // This gateway's count of r1 as the sync reports it (the request path keeps the count).
+  void publishCount(Gateway& g, int64_t running, bool reconcile) {
+    ReplicaReport r = report("m1", "r1", running);
+    r.reconcile_running = reconcile;
+    ASSERT_TRUE(run(g.sync->publish({&r, 1}, kLongTtl)));
   }
   // A heartbeat for model m1, valid for `ttl`, that leaves the in-flight counts alone.
   void heartbeat(Gateway& g, TimeNs ttl = kLongTtl) {
@@ -369,6 +382,84 @@ TYPED_TEST(SharedStateContractTest, MarksAreSharedExpireAndCanBeRemoved) {
   marks = this->run(a.sync->readMarks("empty-set"));
   ASSERT_TRUE(marks.has_value());
   EXPECT_TRUE(marks->empty());
+}
+
+// --- Limits that hold from the first request (docs/shared-state.md) ---
+
+TYPED_TEST(SharedStateContractTest, AGatewayCountsFromItsFirstAdmissionBeforeAnyHeartbeat) {
+  Gateway& a = this->gateway("a");
+  Gateway& b = this->gateway("b");
+  // Neither has published a heartbeat yet: the admissions themselves make them live.
+  EXPECT_EQ(this->admitLive(a, 3).verdict, AdmitVerdict::kAdmitted);
+  EXPECT_EQ(this->admitLive(a, 3).verdict, AdmitVerdict::kAdmitted);
+  const AdmitResult third = this->admitLive(b, 3);
+  EXPECT_EQ(third.verdict, AdmitVerdict::kAdmitted);
+  EXPECT_EQ(third.inflight, 3);
+  // a's count of the replica includes b's request at once, and the limit holds for both.
+  EXPECT_EQ(this->admitLive(a, 3).verdict, AdmitVerdict::kInflightLimit);
+  EXPECT_EQ(this->admitLive(b, 3).verdict, AdmitVerdict::kInflightLimit);
+  EXPECT_EQ(this->readOne(a, "m1", "r1").others_running, 1);
+  EXPECT_EQ(this->readOne(a, "m1", "r1").live_gateways, 2);
+}
+
+TYPED_TEST(SharedStateContractTest, WithoutALivenessTtlAnAdmissionMakesNobodyLive) {
+  // The old contract stays available: a gateway that asks for no heartbeat renewal is counted
+  // only once its sync has published one.
+  Gateway& a = this->gateway("a");
+  Gateway& b = this->gateway("b");
+  EXPECT_EQ(this->admitLive(b, 2, 0).verdict, AdmitVerdict::kAdmitted);
+  EXPECT_EQ(this->readOne(a, "m1", "r1").others_running, 0);
+  EXPECT_EQ(this->readOne(a, "m1", "r1").live_gateways, 1);
+}
+
+TYPED_TEST(SharedStateContractTest, ReconcileOverwritesTheSharedCountAndZeroRemovesIt) {
+  Gateway& a = this->gateway("a");
+  Gateway& b = this->gateway("b");
+  EXPECT_EQ(this->admitLive(a, 0).verdict, AdmitVerdict::kAdmitted);
+  EXPECT_EQ(this->admitLive(a, 0).verdict, AdmitVerdict::kAdmitted);
+  EXPECT_EQ(this->readOne(b, "m1", "r1").others_running, 2);
+  // Without reconcile the request path's count is left alone...
+  this->publishCount(a, 7, false);
+  EXPECT_EQ(this->readOne(b, "m1", "r1").others_running, 2);
+  // ...with it, the gateway's own count replaces what the store held (e.g. after a lost
+  // release), and a zero removes the entry.
+  this->publishCount(a, 1, true);
+  EXPECT_EQ(this->readOne(b, "m1", "r1").others_running, 1);
+  this->publishCount(a, 0, true);
+  EXPECT_EQ(this->readOne(b, "m1", "r1").others_running, 0);
+  a.client->release("m1", "r1");  // a release after the reset never goes negative
+  this->flush(a);
+  EXPECT_EQ(this->readOne(b, "m1", "r1").others_running, 0);
+}
+
+TYPED_TEST(SharedStateContractTest, ARetiredGatewayStopsCountingAtOnce) {
+  Gateway& a = this->gateway("a");
+  Gateway& b = this->gateway("b");
+  EXPECT_EQ(this->admitLive(a, 0).verdict, AdmitVerdict::kAdmitted);
+  this->heartbeat(a);
+  EXPECT_EQ(this->readOne(b, "m1", "r1").others_running, 1);
+  EXPECT_EQ(this->readOne(b, "m1", "r1").live_gateways, 2);
+  const ReplicaReport r = report("m1", "r1");
+  EXPECT_TRUE(this->run(a.sync->retire({&r, 1})));
+  EXPECT_EQ(this->readOne(b, "m1", "r1").others_running, 0);
+  EXPECT_EQ(this->readOne(b, "m1", "r1").live_gateways, 1);
+}
+
+TYPED_TEST(SharedStateContractTest, LiveGatewaysAgreeOnTheirRanks) {
+  std::vector<Gateway*> all;
+  for (const char* id : {"gw-c", "gw-a", "gw-b"}) {
+    all.push_back(&this->gateway(id));
+    this->heartbeat(*all.back());
+  }
+  std::set<int> ranks;
+  for (Gateway* g : all) {
+    const ReplicaGlobalView v = this->readOne(*g, "m1", "r1");
+    EXPECT_EQ(v.live_gateways, 3);
+    ranks.insert(v.gateway_rank);
+  }
+  EXPECT_EQ(ranks, (std::set<int>{0, 1, 2}));
+  EXPECT_EQ(this->readOne(*all[1], "m1", "r1").gateway_rank, 0);  // "gw-a" sorts first
+  EXPECT_EQ(this->readOne(*all[0], "m1", "r1").gateway_rank, 2);
 }
 
 }  // namespace

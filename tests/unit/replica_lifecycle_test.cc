@@ -3,6 +3,7 @@
 // under slow start.
 #include <gtest/gtest.h>
 
+#include "allocation_count.h"
 #include "fleet/fleet_registry.h"
 #include "routing/router.h"
 #include "routing/strategy_spec.h"
@@ -162,6 +163,25 @@ TEST_F(LifecycleTest, EstablishedReplicasJoiningLaterAreNotEasedIn) {
   apply(next, 7 * kNsPerSec);
   EXPECT_EQ(model().replicas[1].state->readySince(), fleet::ReplicaState::kEstablished);
   EXPECT_EQ(model().replicas[2].state->readySince(), 7 * kNsPerSec);
+}
+
+TEST_F(LifecycleTest, ExcludingDrainingReplicasAllocatesNothing) {
+  if (!switchyard::testing::allocationCounting()) {
+    GTEST_SKIP() << "allocation counting is off in sanitizer builds";
+  }
+  apply(fleetOf(64));
+  for (int i = 0; i < 64; i += 5) {
+    model().replicas[i].state->storeLifecycle(fleet::kDrainRequested, fleet::kDrainRequested);
+  }
+  for (const char* strategy : {"least-request", "load-balance", "least-request-top-k"}) {
+    decide(strategy);  // grows the scratch space once
+    switchyard::testing::AllocationScope scope;
+    for (int i = 0; i < 100; ++i) {
+      const routing::Decision d = decide(strategy);
+      ASSERT_EQ(d.unavailable, 13u);
+    }
+    EXPECT_EQ(scope.count(), 0u) << strategy;
+  }
 }
 
 TEST(LifecycleNames, NamesAndReasons) {

@@ -24,6 +24,11 @@ constexpr int64_t kReapAfterTtls = 10;
 constexpr std::string_view kTokenRetentionMs = "3600000";
 
 int64_t toMs(TimeNs ns) { return std::max<int64_t>(1, (ns + kNsPerMs - 1) / kNsPerMs); }
+// How long a model's `live` hash outlives the last heartbeat written into it: long enough for the
+// reaping of dead gateways, which waits ten TTLs.
+int64_t liveKeyExpiryMs(TimeNs liveness_ttl) {
+  return toMs(liveness_ttl) * (kReapAfterTtls + 1);
+}
 
 RedisCommand scriptCommand(ScriptId script, int keys, std::vector<std::string> args) {
   return RedisCommand{script, keys, std::move(args)};
@@ -84,7 +89,9 @@ class RedisClient final : public SharedStateClient {
         {keys_.rate(request.model), keys_.live(request.model),
          keys_.run(request.model, request.replica), gateway_,
          std::to_string(std::max<int64_t>(0, request.max_inflight)), std::to_string(interval_us),
-         std::to_string(tolerance_us)}));
+         std::to_string(tolerance_us),
+         std::to_string(request.liveness_ttl > 0 ? toMs(request.liveness_ttl) : 0),
+         std::to_string(liveKeyExpiryMs(request.liveness_ttl))}));
     commands[0].on_late_reply = &undoLateAdmission;
     auto connection = connection_;
     auto replies = co_await connection->call(std::move(commands));
@@ -187,9 +194,13 @@ class RedisSync final : public SharedStateSync {
       commands.push_back(scriptCommand(ScriptId::kHeartbeat, key_count, std::move(args)));
     }
     for (const ReplicaReport& report : reports) {
-      if (report.publish_running) {
-        commands.push_back(plainCommand({"HSET", keys_.run(report.model, report.replica),
-                                         gateway_, std::to_string(report.running)}));
+      if (report.publish_running || report.reconcile_running) {
+        // A zero count is a missing field (as release leaves it), keeping the hash small.
+        commands.push_back(
+            report.running > 0
+                ? plainCommand({"HSET", keys_.run(report.model, report.replica), gateway_,
+                                std::to_string(report.running)})
+                : plainCommand({"HDEL", keys_.run(report.model, report.replica), gateway_}));
       }
       std::string tokens_key = keys_.tokens(report.model, report.replica);
       commands.push_back(plainCommand(
@@ -231,10 +242,12 @@ class RedisSync final : public SharedStateSync {
       const RedisValue& reply = (*replies)[g];
       if (!reply.isArray()) co_return std::nullopt;
       const auto live = static_cast<int>(reply.integerAt(0, 1));
+      const auto rank = static_cast<int>(reply.integerAt(1, 0));
       for (size_t n = 0; n < groups[g].indices.size(); ++n) {
         ReplicaGlobalView& view = views[groups[g].indices[n]];
-        const size_t base = 1 + 9 * n;
+        const size_t base = 2 + 9 * n;
         view.live_gateways = live;
+        view.gateway_rank = rank;
         view.others_running = reply.integerAt(base);
         view.output_tokens = reply.integerAt(base + 1);
         view.prefill_tokens = reply.integerAt(base + 2);
@@ -247,6 +260,20 @@ class RedisSync final : public SharedStateSync {
       }
     }
     co_return views;
+  }
+
+  asio::awaitable<bool> retire(std::span<const ReplicaReport> replicas) override {
+    std::vector<RedisCommand> commands;
+    for (const ModelGroup& group : groupByModel(replicas)) {
+      commands.push_back(plainCommand({"HDEL", keys_.live(group.model), gateway_}));
+      for (size_t i : group.indices) {
+        commands.push_back(
+            plainCommand({"HDEL", keys_.run(group.model, replicas[i].replica), gateway_}));
+      }
+    }
+    if (commands.empty()) co_return true;
+    auto connection = connection_;
+    co_return (co_await connection->call(std::move(commands))).has_value();
   }
 
   asio::awaitable<std::optional<bool>> holdLease(std::string_view name, TimeNs ttl) override {

@@ -34,6 +34,16 @@ if interval > 0 then
   new_tat = start + interval
 end
 if limit > 0 and sum >= limit then return {1, sum, 0} end
+local ttl = tonumber(ARGV[5])
+if ttl > 0 then
+  -- Admitting makes this gateway live at once, so the others count its requests from the first
+  -- one on. Renewed once half the TTL has passed, to spare a write per admission.
+  local deadline = now_ms + ttl
+  if tonumber(redis.call('HGET', KEYS[2], gw) or '0') < deadline - ttl / 2 then
+    redis.call('HSET', KEYS[2], gw, string.format('%.0f', deadline))
+    redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[6]))
+  end
+end
 if new_tat then
   redis.call('SET', KEYS[1], string.format('%.0f', new_tat), 'PX',
              math.floor((new_tat - now_us) / 1000) + 1000)
@@ -66,9 +76,14 @@ return 1
 )lua";
 
 constexpr std::string_view kReadSource = SY_NOW_AND_LIVE("KEYS[1]") R"lua(
-local live_count = 0
-for _ in pairs(live) do live_count = live_count + 1 end
-local out = {live_count}
+local names = {}
+for name in pairs(live) do names[#names + 1] = name end
+table.sort(names)
+local rank = 0
+for i = 1, #names do
+  if names[i] == gw then rank = i - 1 end
+end
+local out = {#names, rank}
 for k = 2, #KEYS, 2 do
   local others = 0
   local runs = redis.call('HGETALL', KEYS[k])

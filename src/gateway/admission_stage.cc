@@ -1,0 +1,80 @@
+#include "gateway/admission_stage.h"
+
+#include <algorithm>
+
+#include "admission/inflight_admission.h"
+
+namespace switchyard::gateway {
+
+std::optional<Refusal> AdmissionStage::beforeRouting(const fleet::ModelEntry& model, TimeNs now) {
+  // Model-wide rate limit: per-replica RPS x routable replicas, shared by all workers.
+  if (model.limits.requests_per_second_per_replica <= 0 || sharesLimits(model)) {
+    return std::nullopt;
+  }
+  const TimeNs wait = model.runtime->rate.tryAcquire(now);
+  if (wait <= 0) return std::nullopt;
+  return rateLimited(wait);
+}
+
+boost::asio::awaitable<ReplicaAdmission> AdmissionStage::onReplica(
+    const fleet::ModelEntry& model, fleet::ReplicaState& replica, TimeNs now,
+    SharedAdmission& shared, std::optional<Refusal>& refusal) {
+  const int64_t limit = model.limits.max_inflight_per_replica;
+  // Check-and-admit (admission/inflight_admission.h); other gateways' requests count too, as
+  // last read from shared state, then exactly in the shared admission below.
+  if (!admission::admitLocally(replica, limit)) co_return ReplicaAdmission::kAtLimit;
+  if (!sharesLimits(model)) co_return ReplicaAdmission::kAdmitted;
+
+  const double per_replica_rate = model.limits.requests_per_second_per_replica;
+  const double model_rate =
+      per_replica_rate *
+      std::max(1, model.runtime->routable_replicas.load(std::memory_order_relaxed));
+  const state::AdmitResult admitted = co_await shared_.admit(
+      {model.name, replica.name(), limit, model_rate, std::max(1.0, model_rate), liveness_ttl_});
+  notice_.note(admitted.verdict == state::AdmitVerdict::kDegraded);
+  switch (admitted.verdict) {
+    case state::AdmitVerdict::kAdmitted:
+      shared.hold(shared_, model.name, replica.name());
+      co_return ReplicaAdmission::kAdmitted;
+    case state::AdmitVerdict::kInflightLimit:
+      admission::releaseLocally(replica);
+      co_return ReplicaAdmission::kAtLimit;
+    case state::AdmitVerdict::kRateLimited:
+      admission::releaseLocally(replica);
+      refusal = rateLimited(admitted.retry_after);
+      co_return ReplicaAdmission::kRateLimited;
+    case state::AdmitVerdict::kDegraded:
+      break;
+  }
+  // Local decisions: this gateway stays within its share of the replica's limit (the shares of
+  // all live gateways add up to the limit); the rate limit falls back to this gateway's share
+  // of the model-wide rate.
+  if (!admission::withinShare(replica, limit,
+                              model.runtime->live_gateways.load(std::memory_order_relaxed),
+                              model.runtime->gateway_rank.load(std::memory_order_relaxed))) {
+    admission::releaseLocally(replica);
+    co_return ReplicaAdmission::kAtLimit;
+  }
+  if (per_replica_rate > 0) {
+    if (const TimeNs wait = model.runtime->rate.tryAcquire(now); wait > 0) {
+      admission::releaseLocally(replica);
+      refusal = rateLimited(wait);
+      co_return ReplicaAdmission::kRateLimited;
+    }
+  }
+  co_return ReplicaAdmission::kAdmitted;
+}
+
+Refusal AdmissionStage::rateLimited(TimeNs retry_after) {
+  observer_.countRejected(observe::LimitKind::kModelRate);
+  return Refusal::limited("model_rate_limit_exceeded",
+                          "the model's request rate limit is exceeded", retry_after);
+}
+
+Refusal AdmissionStage::saturated() {
+  observer_.countRejected(observe::LimitKind::kReplicaInflight);
+  return Refusal::limited("replica_inflight_limit",
+                          "every replica of the model is at its in-flight limit", kNsPerSec);
+}
+
+}  // namespace switchyard::gateway

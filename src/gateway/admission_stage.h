@@ -1,0 +1,84 @@
+// The admission stage of the request path (docs/operations.md, "Protection"): the limits a
+// request must pass before routing (the model-wide rate limit, when this gateway decides it
+// alone) and on the replica routing chose (check-and-admit of the in-flight limit, and with
+// several gateways the shared admission in one round trip to shared state). Decisions come back
+// as values; the pipeline answers refusals. Every refusal is counted by the limit that refused.
+//
+// One per worker, used from its thread only; no allocation on the admitting path.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <optional>
+
+#include "fleet/fleet_snapshot.h"
+#include "gateway/refusal.h"
+#include "gateway/shared_state_notice.h"
+#include "observe/observer.h"
+#include "state/shared_state.h"
+
+namespace switchyard::gateway {
+
+// A request admitted in shared state is released there when its attempt ends, however it ends.
+class SharedAdmission {
+ public:
+  SharedAdmission() = default;
+  SharedAdmission(const SharedAdmission&) = delete;
+  SharedAdmission& operator=(const SharedAdmission&) = delete;
+  ~SharedAdmission() {
+    if (client_ != nullptr) client_->release(model_, replica_);
+  }
+  void hold(state::SharedStateClient& client, std::string_view model, std::string_view replica) {
+    client_ = &client;
+    model_ = model;
+    replica_ = replica;
+  }
+
+ private:
+  state::SharedStateClient* client_ = nullptr;
+  std::string_view model_;
+  std::string_view replica_;
+};
+
+enum class ReplicaAdmission : uint8_t {
+  kAdmitted,     // counted on the replica (locally, and in shared state when shared)
+  kAtLimit,      // the replica is full (lost a race for its last slot): route again
+  kRateLimited,  // the model-wide rate refused: answer `refusal`
+};
+
+class AdmissionStage {
+ public:
+  AdmissionStage(observe::WorkerObserver& observer, state::SharedStateClient& shared,
+                 SharedStateNotice& notice, TimeNs liveness_ttl)
+      : observer_(observer), shared_(shared), notice_(notice), liveness_ttl_(liveness_ttl) {}
+
+  // Whether the model's limits are admitted in shared state (several gateways, a limit set).
+  bool sharesLimits(const fleet::ModelEntry& model) const {
+    return shared_.distributed() && (model.limits.max_inflight_per_replica > 0 ||
+                                     model.limits.requests_per_second_per_replica > 0);
+  }
+
+  // Before routing: the model-wide rate limit, when this gateway decides it alone (shared
+  // limits check it together with the replica, after routing).
+  std::optional<Refusal> beforeRouting(const fleet::ModelEntry& model, TimeNs now);
+
+  // After routing: admits the request on `replica`. On kAdmitted the caller owns one count of
+  // the replica's `running` (released when its attempt ends) and `shared` releases the shared
+  // count; on kRateLimited `refusal` says what to answer.
+  boost::asio::awaitable<ReplicaAdmission> onReplica(const fleet::ModelEntry& model,
+                                                     fleet::ReplicaState& replica, TimeNs now,
+                                                     SharedAdmission& shared,
+                                                     std::optional<Refusal>& refusal);
+
+  // Every replica of the model is at its in-flight limit (counted).
+  Refusal saturated();
+
+ private:
+  Refusal rateLimited(TimeNs retry_after);
+
+  observe::WorkerObserver& observer_;
+  state::SharedStateClient& shared_;
+  SharedStateNotice& notice_;
+  TimeNs liveness_ttl_;
+};
+
+}  // namespace switchyard::gateway

@@ -1,0 +1,293 @@
+// Forwarding and relay: one attempt on one replica. The request goes upstream byte for byte on
+// a pooled keep-alive connection (a reused connection that fails before any response byte is
+// retried once on a fresh one); the response is relayed, not re-serialised: the client head is
+// written once from a reused buffer, and each upstream piece goes out as it arrives
+// (chunk-framed when the length is not known), so a stream reaches the client token by token.
+// While the request is upstream the client is watched: if it leaves, the upstream request is
+// closed at once and the engine aborts it. At the end the response is accounted
+// (fleet/completion_accounting.h) and observed.
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/http.hpp>
+#include <optional>
+
+#include "api/usage_scanner.h"
+#include "fleet/completion_accounting.h"
+#include "gateway/worker_impl.h"
+
+namespace switchyard::gateway {
+namespace {
+
+// A client that leaves while its request waits on (or streams from) the upstream: the upstream
+// request is cancelled at once, so the connection to the engine closes and the engine aborts the
+// work (vLLM does on a closed connection) instead of running a generation nobody reads.
+// `upstream` is the forward's UpstreamPool::Stream, empty while (re)connecting.
+void cancelUpstream(void* upstream) {
+  if (auto& stream = *static_cast<UpstreamPool::Stream*>(upstream)) stream->cancel();
+}
+
+}  // namespace
+
+bool isHopByHop(http::field f) {
+  switch (f) {
+    case http::field::connection:
+    case http::field::keep_alive:
+    case http::field::transfer_encoding:
+    case http::field::content_length:
+    case http::field::te:
+    case http::field::trailer:
+    case http::field::upgrade:
+    case http::field::proxy_authorization:
+    case http::field::proxy_connection:
+    case http::field::host:
+    case http::field::expect:
+      return true;
+    default:
+      return false;
+  }
+}
+
+asio::awaitable<UpstreamPool::Stream> Worker::Impl::connect(const fleet::ReplicaState& replica,
+                                                            TimeNs timeout) {
+  auto owned = std::make_unique<beast::tcp_stream>(io);
+  beast::tcp_stream& stream = *owned;
+  stream.expires_after(asDuration(timeout));
+  boost::system::error_code ec;
+  const auto address = asio::ip::make_address(replica.host(), ec);
+  if (!ec) {
+    std::tie(ec) = co_await stream.async_connect(tcp::endpoint(address, replica.port()), kTuple);
+  } else {
+    tcp::resolver resolver(io);
+    auto [rec, results] =
+        co_await resolver.async_resolve(replica.host(), std::to_string(replica.port()), kTuple);
+    ec = rec;
+    if (!ec) std::tie(ec, std::ignore) = co_await stream.async_connect(results, kTuple);
+  }
+  if (ec) co_return nullptr;
+  boost::system::error_code ignored;
+  stream.socket().set_option(tcp::no_delay(true), ignored);
+  co_return owned;
+}
+
+asio::awaitable<ForwardResult> Worker::Impl::forward(
+    ClientConnection& conn, Request& req, const std::shared_ptr<fleet::ReplicaState>& replica,
+    const fleet::ModelEntry& model, const ForwardTarget& target) {
+  // Named copies: g++ 12 miscompiles a structured binding in a coroutine (mismatched delete).
+  const std::string_view strategy = target.strategy;
+  const std::string_view request_id = target.request_id;
+  const int64_t prompt_estimate = target.prompt_estimate;
+  const bool keep_alive = target.keep_alive;
+  const bool may_retry = target.may_retry;
+  const TimeNs started = now();
+  const int64_t streams_at_start = replica->globalRunning();  // this request included
+  TimeNs first_byte_at = -1;
+  fleet::ReplicaCounters& counters = replica->counters();
+  // The caller admitted the request (incremented `running`); this releases it.
+  counters.requests_total.fetch_add(1, std::memory_order_relaxed);
+  struct RunningGuard {
+    fleet::ReplicaCounters& c;
+    ~RunningGuard() { c.running.fetch_sub(1, std::memory_order_relaxed); }
+  } running_guard{counters};
+
+  // The upstream request head: the client's end-to-end headers, our framing.
+  std::string& head = conn.head;
+  head.clear();
+  head.append(http::to_string(req.method())).push_back(' ');
+  head.append(req.target()).append(" HTTP/1.1\r\n");
+  appendHeader(head, "Host", replica->name());
+  for (const auto& field : req) {
+    if (isHopByHop(field.name())) continue;
+    if (observer.replacesUpstreamHeader(field.name_string())) continue;
+    appendHeader(head, field.name_string(), field.value());
+  }
+  appendHeader(head, "Content-Length", std::to_string(req.body().size()));
+  if (target.generated_id) appendHeader(head, "x-request-id", request_id);
+  observer.appendUpstreamHeaders(conn.observed, head);
+  head.append("\r\n");
+
+  UpstreamPool::Stream upstream = pool.take(replica.get(), now());
+  // Watches the client for the whole exchange: one arming per request.
+  const switchyard::http::PeerWatchScope watching(conn.watch, conn.stream.socket(),
+                                                  &cancelUpstream, &upstream);
+  std::optional<http::response_parser<http::buffer_body>> parser;
+  for (int tries = 0;; ++tries) {
+    const bool reused = upstream != nullptr;
+    if (!upstream) {
+      upstream = co_await connect(*replica, model.timeouts.connect);
+      if (!upstream) {
+        counters.upstream_errors_total.fetch_add(1, std::memory_order_relaxed);
+        replica->recordFailure();
+        observer.onUpstreamError(conn.observed, observe::UpstreamErrorKind::kConnect);
+        spdlog::warn("request {}: cannot connect to {}", request_id, replica->name());
+        co_return ForwardResult::kFailedBeforeSending;
+      }
+    }
+    upstream->expires_after(asDuration(model.timeouts.first_byte));
+    const std::array<asio::const_buffer, 2> request_buffers = {asio::buffer(head),
+                                                               asio::buffer(req.body())};
+    auto [wec, wn] = co_await asio::async_write(*upstream, request_buffers, kTuple);
+    boost::system::error_code ec = wec;
+    conn.upstream_buffer.clear();
+    if (!ec) {
+      parser.emplace();
+      parser->body_limit(kUpstreamBodyLimit);
+      std::tie(ec, std::ignore) =
+          co_await http::async_read_header(*upstream, conn.upstream_buffer, *parser, kTuple);
+    }
+    if (!ec) break;
+    if (conn.watch->gone) {
+      // Not the replica's failure: the upstream request is closed with `upstream` (the engine
+      // aborts it) and nothing is retried.
+      observer.onClientCancelled(conn.observed, observe::CancelStage::kWaitingFirstByte);
+      co_return ForwardResult::kAborted;
+    }
+    upstream.reset();
+    // A pooled connection the engine closed in the meantime fails this way: retry once on a
+    // fresh connection before calling the replica failed.
+    if (reused && tries == 0) continue;
+    counters.upstream_errors_total.fetch_add(1, std::memory_order_relaxed);
+    replica->recordFailure();
+    observer.onUpstreamError(conn.observed, ec == beast::error::timeout
+                                                ? observe::UpstreamErrorKind::kTimeout
+                                                : observe::UpstreamErrorKind::kReset);
+    spdlog::warn("request {}: {} failed before responding: {}", request_id, replica->name(),
+                 ec.message());
+    co_return ForwardResult::kFailedBeforeSending;
+  }
+
+  auto& response = parser->get();
+  const unsigned status = response.result_int();
+  observer.onResponse(conn.observed, status);  // counts a 5xx as an upstream error
+  if (status >= 500) {
+    counters.upstream_errors_total.fetch_add(1, std::memory_order_relaxed);
+    replica->recordFailure();
+    if (may_retry) {
+      // Nothing was sent to the client: drop this answer and let another replica try.
+      spdlog::warn("request {}: {} answered {}, retrying elsewhere", request_id,
+                   replica->name(), status);
+      co_return ForwardResult::kFailedBeforeSending;
+    }
+  }
+  if (target.mode == ForwardMode::kFindOwner && status == 404) {
+    // Not this replica's resource. The unread body stays on the connection: drop it.
+    replica->recordSuccess();
+    co_return ForwardResult::kFailedBeforeSending;
+  }
+  const boost::optional<uint64_t> content_length = parser->content_length();
+  const bool chunk_to_client = !content_length.has_value();
+  const bool capture_job_id = conn.capture_job_id && status >= 200 && status < 300;
+
+  head.clear();
+  appendStatusLine(head, status);
+  for (const auto& field : response) {
+    if (isHopByHop(field.name())) continue;
+    appendHeader(head, field.name_string(), field.value());
+  }
+  appendHeader(head, "x-request-id", request_id);
+  appendHeader(head, "routing-strategy", strategy);
+  appendHeader(head, "target-pod", replica->name());
+  observer.appendResponseHeaders(conn.observed, head);  // x-switchyard-decision when asked
+  if (chunk_to_client) {
+    appendHeader(head, "Transfer-Encoding", "chunked");
+  } else {
+    appendHeader(head, "Content-Length", std::to_string(*content_length));
+  }
+  if (!keep_alive) appendHeader(head, "Connection", "close");
+  head.append("\r\n");
+
+  const bool event_stream =
+      beast::iequals(response[http::field::content_type].substr(0, 17), "text/event-stream");
+  api::UsageScanner scanner(event_stream ? api::UsageScanner::Mode::kSse
+                                         : api::UsageScanner::Mode::kJson);
+  bool head_sent = false;
+  char chunk_prefix[24];
+  static constexpr std::string_view kCrlf = "\r\n";
+  static constexpr std::string_view kLastChunk = "0\r\n\r\n";
+  for (;;) {
+    size_t got = 0;
+    if (!parser->is_done()) {
+      response.body().data = conn.piece.get();
+      response.body().size = kPieceSize;
+      upstream->expires_after(asDuration(model.timeouts.idle));
+      auto [ec, n] = co_await http::async_read_some(*upstream, conn.upstream_buffer, *parser,
+                                                    kTuple);
+      if (ec == http::error::need_buffer) ec = {};
+      got = kPieceSize - response.body().size;
+      if (ec && conn.watch->gone) {
+        observer.onClientCancelled(conn.observed, first_byte_at < 0
+                                                      ? observe::CancelStage::kWaitingFirstByte
+                                                      : observe::CancelStage::kStreaming);
+        co_return ForwardResult::kAborted;
+      }
+      if (ec) {
+        counters.upstream_errors_total.fetch_add(1, std::memory_order_relaxed);
+        replica->recordFailure();
+        observer.onUpstreamError(conn.observed, ec == beast::error::timeout
+                                                    ? observe::UpstreamErrorKind::kTimeout
+                                                    : observe::UpstreamErrorKind::kReset);
+        spdlog::warn("request {}: {} failed mid-response: {}", request_id, replica->name(),
+                     ec.message());
+        co_return head_sent ? ForwardResult::kAborted : ForwardResult::kFailedBeforeSending;
+      }
+    }
+    const bool done = parser->is_done();
+    if (got == 0 && !done) continue;
+    if (got > 0) {
+      if (first_byte_at < 0) first_byte_at = now();
+      scanner.feed(std::string_view(conn.piece.get(), got));
+      if (capture_job_id && conn.job_id.empty() && conn.job_id_scanned < kJobIdScanBytes) {
+        conn.job_id_scanned += got;
+        conn.job_id.assign(findResourceId(std::string_view(conn.piece.get(), got)));
+      }
+    }
+
+    std::array<asio::const_buffer, 5> out;
+    size_t count = 0;
+    if (!head_sent) out[count++] = asio::buffer(head);
+    if (got > 0) {
+      if (chunk_to_client) {
+        const int len = std::snprintf(chunk_prefix, sizeof chunk_prefix, "%zx\r\n", got);
+        out[count++] = asio::buffer(chunk_prefix, static_cast<size_t>(len));
+      }
+      out[count++] = asio::buffer(conn.piece.get(), got);
+      if (chunk_to_client) out[count++] = asio::buffer(kCrlf);
+    }
+    if (done && chunk_to_client) out[count++] = asio::buffer(kLastChunk);
+    conn.stream.expires_after(asDuration(config.timeouts.client_write));
+    auto [wec, wn] = co_await asio::async_write(
+        conn.stream, std::span<const asio::const_buffer>(out.data(), count), kTuple);
+    head_sent = true;
+    if (wec) {
+      // The client went away; dropping the upstream connection aborts the engine's work.
+      if (wec != beast::error::timeout) {
+        observer.onClientCancelled(conn.observed, observe::CancelStage::kStreaming);
+      }
+      co_return ForwardResult::kAborted;
+    }
+    if (done) break;
+  }
+
+  const TimeNs finished = now();
+  fleet::accountCompletion(
+      counters, {status, scanner.promptTokens() > 0 ? scanner.promptTokens() : prompt_estimate,
+                 scanner.completionTokens(), event_stream, started, first_byte_at, finished,
+                 streams_at_start, replica->globalRunning()});
+  observer.onComplete(conn.observed, first_byte_at,
+                      scanner.promptTokens() > 0 ? scanner.promptTokens() : prompt_estimate,
+                      scanner.completionTokens(), finished);
+  if (status >= 500) {
+    // already recorded as a failure above
+  } else if (event_stream && status == 200 && !scanner.sawDone()) {
+    // A stream that ended without its terminator: the client got a truncated answer.
+    counters.upstream_errors_total.fetch_add(1, std::memory_order_relaxed);
+    replica->recordFailure();
+  } else {
+    replica->recordSuccess();  // 4xx are the request's fault, not the replica's
+  }
+  if (parser->keep_alive()) pool.give(replica, std::move(upstream), now());
+  co_return ForwardResult::kDone;
+}
+
+}  // namespace switchyard::gateway

@@ -1,0 +1,176 @@
+// The request path's internals, shared by the files that implement its stages (internal header:
+// included by the gateway's request-path sources only; it brings in Beast).
+//
+// Every client connection is one coroutine on its worker's io_context:
+//
+//   worker.cc            accept; read a request (size and time limits); dispatch by path
+//   request_pipeline.cc  identify and observe the request -> inspect the body once -> resolve
+//                        the model and strategy -> admission (admission_stage.h) -> session
+//                        (session_stage.h) -> route (routing/router.h) -> admit on the replica
+//                        -> forward; retries and failover
+//   forwarder.cc         forward the body byte for byte on a pooled connection, relay the
+//                        response piece by piece, then account (fleet/completion_accounting.h)
+//   local_answers.cc     answers the gateway gives itself (errors, refusals, /v1/models)
+//
+// Observation (observe/observer.h) happens at the boundaries of these stages.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "admission/retry_budget.h"
+#include "api/request_inspector.h"
+#include "gateway/admission_stage.h"
+#include "gateway/async_jobs.h"
+#include "gateway/config.h"
+#include "gateway/refusal.h"
+#include "gateway/session_stage.h"
+#include "gateway/shared_state_notice.h"
+#include "gateway/upstream_pool.h"
+#include "gateway/worker.h"
+#include "http/peer_watch.h"
+#include "routing/decision.h"
+
+namespace switchyard::gateway {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using Request = http::request<http::string_body>;
+inline constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
+
+inline constexpr size_t kHeaderLimit = 64 * 1024;
+inline constexpr size_t kPieceSize = 32 * 1024;
+inline constexpr uint64_t kUpstreamBodyLimit = uint64_t{4} << 30;
+inline constexpr int kMaxAttempts = 10;       // upper bound of retry.max_attempts
+inline constexpr int kMaxAdmissionRaces = 8;  // re-picks after losing an in-flight admission race
+inline constexpr size_t kJobIdScanBytes = 8 * 1024;  // a creation response names its id up front
+
+inline std::chrono::nanoseconds asDuration(TimeNs ns) { return std::chrono::nanoseconds(ns); }
+
+// Headers of one hop that are never relayed to the next.
+bool isHopByHop(http::field f);
+inline void appendHeader(std::string& out, std::string_view name, std::string_view value) {
+  out.append(name).append(": ").append(value).append("\r\n");
+}
+void appendStatusLine(std::string& out, unsigned status);
+
+enum class ForwardResult {
+  kDone,                 // the response was relayed
+  kFailedBeforeSending,  // upstream failed and nothing reached the client: may fail over
+  kAborted,              // failed after bytes reached the client, or the client went away
+};
+
+// Upstream responses a forward() treats specially.
+enum class ForwardMode {
+  kNormal,
+  kFindOwner,  // looking for a resource's owner: a 404 means "not here", try the next replica
+};
+
+// Per-connection state, allocated once per client connection and reused by its requests.
+struct ClientConnection {
+  explicit ClientConnection(tcp::socket socket) : stream(std::move(socket)) {}
+  beast::tcp_stream stream;
+  // Watches the client while its request is upstream: a client that leaves cancels it.
+  std::shared_ptr<switchyard::http::PeerWatch> watch =
+      std::make_shared<switchyard::http::PeerWatch>();
+  beast::flat_buffer buffer;
+  beast::flat_buffer upstream_buffer;
+  std::string head;  // response head or upstream request head
+  std::string aux;   // error bodies
+  std::unique_ptr<char[]> piece{new char[kPieceSize]};
+  char generated_id[17] = {};
+  observe::RequestRecord observed;  // metrics, decision record, spans, access log
+  std::string session_pin;  // the replica the request's session is pinned to ("" if none)
+  // Async jobs: scan the response for the id of the resource it created.
+  bool capture_job_id = false;
+  size_t job_id_scanned = 0;
+  std::string job_id;
+};
+
+// What one forward() needs to know about its request besides the bytes.
+struct ForwardTarget {
+  std::string_view strategy;    // for the routing-strategy response header
+  std::string_view request_id;
+  bool generated_id = false;    // the id was generated here: send it upstream too
+  int64_t prompt_estimate = 0;  // prompt tokens estimated from the body (usage overrides)
+  bool keep_alive = false;
+  bool may_retry = false;       // a failure before any byte reached the client fails over
+  ForwardMode mode = ForwardMode::kNormal;
+};
+
+struct Worker::Impl {
+  Impl(int index_in, const GatewayConfig& config_in, const fleet::FleetRegistry& registry,
+       const tcp::endpoint& listen, observe::WorkerObserver& observer_in,
+       state::SharedStateBackend& shared_state);
+
+  int index;
+  const GatewayConfig config;  // a copy: the control thread edits its own on reload
+  asio::io_context io;
+  tcp::acceptor acceptor;
+  fleet::SnapshotCache snapshots;
+  UpstreamPool pool;
+  admission::RetryBudget retry_budget;
+  api::RequestInspector inspector;
+  routing::RoutingScratch scratch;
+  Rng rng;
+  asio::steady_timer sweep_timer;
+  std::atomic<int64_t> inflight{0};
+  std::atomic<bool> stopping{false};
+  observe::WorkerObserver& observer;
+  std::unique_ptr<state::SharedStateClient> shared;
+  SharedStateNotice shared_notice;
+  AdmissionStage admission;
+  SessionStage sessions;
+
+  TimeNs now() const { return SteadyClock::instance().now(); }
+
+  // worker.cc: connections.
+  asio::awaitable<void> acceptLoop();
+  asio::awaitable<void> sweepLoop();
+  asio::awaitable<void> serve(tcp::socket socket);
+  asio::awaitable<void> lingerAndClose(ClientConnection& conn);
+  asio::awaitable<bool> handle(ClientConnection& conn, Request& req);
+
+  // request_pipeline.cc: one proxied request, from identification to the last attempt.
+  asio::awaitable<bool> proxy(ClientConnection& conn, Request& req, bool keep_alive, JobPath job);
+  asio::awaitable<bool> proxyToOwner(ClientConnection& conn, Request& req, bool keep_alive,
+                                     JobPath job);
+  std::string_view requestId(ClientConnection& conn, const Request& req);
+  const fleet::ModelEntry* defaultJobModel(const fleet::FleetSnapshot& snapshot) const;
+
+  // forwarder.cc: one attempt on one replica. The caller admitted the request (one count of the
+  // replica's `running`); forward() releases it.
+  asio::awaitable<ForwardResult> forward(ClientConnection& conn, Request& req,
+                                         const std::shared_ptr<fleet::ReplicaState>& replica,
+                                         const fleet::ModelEntry& model,
+                                         const ForwardTarget& target);
+  asio::awaitable<UpstreamPool::Stream> connect(const fleet::ReplicaState& replica,
+                                                TimeNs timeout);
+
+  // local_answers.cc.
+  asio::awaitable<bool> sendJson(ClientConnection& conn, unsigned status, std::string_view body,
+                                 std::string_view request_id, bool keep_alive,
+                                 std::string_view retry_after = {});
+  asio::awaitable<bool> sendError(ClientConnection& conn, unsigned status,
+                                  std::string_view message, std::string_view type,
+                                  std::string_view code, std::string_view param,
+                                  std::string_view request_id, bool keep_alive);
+  asio::awaitable<bool> sendRefusal(ClientConnection& conn, const Refusal& refusal,
+                                    std::string_view request_id, bool keep_alive);
+  asio::awaitable<bool> listModels(ClientConnection& conn, bool keep_alive);
+};
+
+}  // namespace switchyard::gateway
