@@ -363,6 +363,7 @@ models: []
         result["victim"] = victim
         result["victim_port"] = port
         result["inflight_at_deletion"] = engine_inflight(port)
+        self.victim_samples.append((deleted_at, result["inflight_at_deletion"]))
         sampler = threading.Thread(target=self.sample_victim, args=(port,), daemon=True)
         sampler.start()
         # The kubelet: the preStop hook (if any), then SIGTERM; SIGKILL at the grace period.
@@ -376,6 +377,10 @@ models: []
             hook_seconds = time.monotonic() - started
             result["drain_wait_exit"] = hook.returncode
         result["inflight_at_stop"] = engine_inflight(port)
+        self.stop_sampling.set()
+        sampler.join(2)
+        self.victim_samples.append((self.now(), result["inflight_at_stop"]))
+        self.victim_samples.append((self.now(), 0))  # stopped: whatever it served is gone
         proc.send_signal(signal.SIGTERM)
         try:
             proc.wait(max(1, a.grace - hook_seconds))
@@ -384,7 +389,6 @@ models: []
             proc.wait()
         self.kube.call("POST", f"/fake/pods/{NAMESPACE}/{victim}/remove", {})
         removed_at = self.now()
-        self.stop_sampling.set()
         result["decision_at"] = decision_at
         result["deleted_at"] = deleted_at
         result["removed_at"] = removed_at

@@ -84,6 +84,7 @@ enum LifecycleFlag : uint8_t {
 };
 inline constexpr uint8_t kDiscoveryFlags = kNotReady | kTerminating | kDrainLabel;
 inline constexpr uint8_t kDrainingFlags = kTerminating | kDrainLabel | kDrainRequested;
+inline constexpr uint8_t kLifecycleFlags = kNotReady | kDrainingFlags;
 
 // "active", "draining" (any draining bit) or "not_ready", for views and metrics.
 std::string_view lifecycleName(uint8_t flags);
@@ -172,6 +173,7 @@ class ReplicaState {
   void storeHealth(HealthState state, HealthReason reason) {
     health_reason_.store(reason, std::memory_order_relaxed);
     health_.store(state, std::memory_order_release);
+    refreshGate();
   }
   HealthState health() const { return health_.load(std::memory_order_acquire); }
 
@@ -194,8 +196,16 @@ class ReplicaState {
     const uint8_t before = lifecycle_.load(std::memory_order_relaxed);
     lifecycle_.store(static_cast<uint8_t>((before & ~mask) | (bits & mask)),
                      std::memory_order_relaxed);
+    refreshGate();
     return before;
   }
+
+  // The routing filters' one read for a replica in good standing: 0 when neither its lifecycle
+  // nor its health can exclude it; else its lifecycle bits, plus kGateUnhealthy when its health
+  // is not kHealthy (then health() tells which). Kept by storeHealth and storeLifecycle, both on
+  // the control thread.
+  static constexpr uint8_t kGateUnhealthy = 0x80;
+  uint8_t routingGate() const { return gate_.load(std::memory_order_acquire); }
 
   // Workers: record one request outcome.
   void recordSuccess() {
@@ -224,6 +234,12 @@ class ReplicaState {
   }
 
  private:
+  void refreshGate() {
+    const bool unhealthy = health_.load(std::memory_order_relaxed) != HealthState::kHealthy;
+    gate_.store(static_cast<uint8_t>(lifecycle_.load(std::memory_order_relaxed) |
+                                     (unhealthy ? kGateUnhealthy : 0)),
+                std::memory_order_release);
+  }
   static uint64_t hashName(const std::string& name) {
     uint64_t h = 14695981039346656037ull;
     for (const char c : name) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
@@ -248,6 +264,7 @@ class ReplicaState {
   std::atomic<HealthState> health_{HealthState::kHealthy};
   std::atomic<HealthReason> health_reason_{HealthReason::kNone};
   std::atomic<uint8_t> lifecycle_{0};
+  std::atomic<uint8_t> gate_{0};  // routingGate()
   std::atomic<TimeNs> scrape_failed_at_{-1};
 
   alignas(64) std::atomic<double> decode_capacity_{EngineSignals::kUnknown};

@@ -158,14 +158,20 @@ class Filters {
         std::find(request_.tried.begin(), request_.tried.end(), static_cast<int>(i)) !=
             request_.tried.end()) {
       row.excluded = Exclusion::kFailedThisRequest;
-    } else if (const uint8_t lifecycle = replica.lifecycle(); lifecycle != 0) {
-      // Draining or not ready: read from health's cache line, which the filters load anyway.
-      row.excluded = (lifecycle & fleet::kDrainingFlags) ? Exclusion::kDraining
-                                                         : Exclusion::kNotReady;
+      return false;
+    }
+    // One byte says whether the replica's lifecycle or health can exclude it: a replica in
+    // good standing costs one load here.
+    const uint8_t gate = replica.routingGate();
+    if (gate & fleet::kLifecycleFlags) {
+      row.excluded = (gate & fleet::kDrainingFlags) ? Exclusion::kDraining
+                                                    : Exclusion::kNotReady;
       ++decision_.unavailable;
     } else if (max_inflight_ > 0 && replica.globalRunning() >= max_inflight_) {
       row.excluded = Exclusion::kSaturated;
       ++decision_.saturated;
+    } else if (gate == 0) {
+      return true;
     } else if (const fleet::HealthState health = replica.health();
                health == fleet::HealthState::kExcluded) {
       row.excluded = Exclusion::kUnhealthy;

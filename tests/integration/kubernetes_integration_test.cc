@@ -142,6 +142,27 @@ TEST_F(KubernetesGatewayTest, ADeletedPodDrainsItsStreamFinishesAndItsSessionRep
   ASSERT_TRUE(waitUntil([&] { return fleetField(admin(), address(0), "name").empty(); }, 5s));
 }
 
+TEST_F(KubernetesGatewayTest, AsyncJobsOnADrainingReplicaStayReachableUntilItIsGone) {
+  simdjson::dom::parser parser;
+  std::vector<std::pair<std::string, std::string>> jobs;  // id, replica
+  for (int i = 0; i < 4; ++i) {
+    const HttpResult created = httpRequest(
+        client(), "POST", "/v1/responses",
+        R"({"model":"llama2-7b","input":"hello","background":true,"max_output_tokens":4})",
+        kJson);
+    ASSERT_EQ(created.status, 200) << created.body;
+    jobs.emplace_back(std::string(parser.parse(created.body)["id"].get_string().value()),
+                      created.header("target-pod"));
+  }
+  server_.deletePod("default", "a", 30);
+  ASSERT_TRUE(waitUntil([&] { return lifecycle("a") == "draining"; }, 5s));
+  for (const auto& [id, replica] : jobs) {
+    const HttpResult followed = httpRequest(client(), "GET", "/v1/responses/" + id);
+    ASSERT_EQ(followed.status, 200) << followed.body;
+    EXPECT_EQ(followed.header("target-pod"), replica);
+  }
+}
+
 TEST_F(KubernetesGatewayTest, TheDrainLabelDrains) {
   server_.setPodLabel("default", "b", "aibrix.ai/draining", "true");
   ASSERT_TRUE(waitUntil([&] { return lifecycle("b") == "draining"; }, 5s));

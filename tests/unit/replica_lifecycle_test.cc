@@ -184,6 +184,21 @@ TEST_F(LifecycleTest, ExcludingDrainingReplicasAllocatesNothing) {
   }
 }
 
+TEST_F(LifecycleTest, AReplicaBackInGoodStandingIsRoutedAgain) {
+  apply(fleetOf(2));
+  fleet::ReplicaState& first = *model().replicas[0].state;
+  first.storeHealth(fleet::HealthState::kExcluded, fleet::HealthReason::kProbeFailures);
+  first.storeLifecycle(fleet::kDrainRequested, fleet::kDrainRequested);
+  EXPECT_EQ(decide().rowOf(0)->excluded, routing::Exclusion::kDraining);
+  first.storeLifecycle(fleet::kDrainRequested, 0);
+  EXPECT_EQ(decide().rowOf(0)->excluded, routing::Exclusion::kUnhealthy);
+  first.storeHealth(fleet::HealthState::kHealthy, fleet::HealthReason::kNone);
+  model().replicas[1].state->counters().running.store(5);
+  const routing::Decision d = decide();
+  EXPECT_EQ(d.chosen, 0);
+  EXPECT_EQ(d.rowOf(0)->excluded, routing::Exclusion::kNone);
+}
+
 TEST(LifecycleNames, NamesAndReasons) {
   EXPECT_EQ(fleet::lifecycleName(0), "active");
   EXPECT_EQ(fleet::lifecycleName(fleet::kNotReady), "not_ready");
