@@ -2,7 +2,7 @@
 JOBS ?= $(shell nproc)
 
 .PHONY: deps build build-debug test test-release test-debug tsan demo bench bench-faults \
-	bench-hetero bench-stampede bench-scaledown clean
+	bench-hetero bench-stampede bench-scaledown bench-optimizer clean
 
 deps:
 	bash scripts/install-deps.sh
@@ -54,6 +54,14 @@ bench-stampede: build
 # 1 min per run; CSV and PNG in build/bench-scaledown/. SCALEDOWN_* knobs: bench/e2e/scaledown.sh.
 bench-scaledown: build
 	bash bench/e2e/scaledown.sh
+
+# The GPU-mix optimizer on the product page's experiment (A10 + L20, chat + long prompts, P99
+# TPOT 50 ms): recommended mix vs the cheapest homogeneous fleet, the mix run on emulated engines,
+# and the sweep of the long-prompt share. CSV, PNG and log in build/bench-optimizer/; OPT_* knobs:
+# see bench/e2e/optimizer.sh. Also runs the solver's micro-benchmark.
+bench-optimizer: build
+	./build/release/micro_bench --benchmark_filter='Optimizer|ProfileMaxRate|LoadRecord'
+	bash bench/e2e/optimizer.sh
 
 clean:
 	rm -rf build

@@ -8,6 +8,7 @@ packages=(
   libboost1.81-dev libsimdjson-dev libyaml-cpp-dev libhiredis-dev
   libspdlog-dev libfmt-dev libcli11-dev libxxhash-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libglpk-dev  # the GPU-mix optimizer's MILP solver
   redis-server nginx-light wrk curl python3 gnuplot-nox
   prometheus chromium  # promtool checks /metrics; headless chromium tests the dashboard
   python3-yaml         # tests/deploy/validate_manifests.py reads the rendered manifests

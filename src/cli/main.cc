@@ -4,6 +4,8 @@
 #include "cli/bench_command.h"
 #include "cli/demo_command.h"
 #include "cli/drain_wait_command.h"
+#include "cli/optimize_command.h"
+#include "cli/profile_command.h"
 #include "core/version.h"
 #include "engine/engine_command.h"
 #include "gateway/gateway.h"
@@ -130,7 +132,15 @@ int main(int argc, char** argv) {
   drain_wait->add_flag("!--no-drain", drain_wait_options.drain,
                        "only wait; do not ask the gateway to drain first");
 
+  // profile, gen-profile, optimize: the GPU-mix optimizer (docs/optimizer.md).
+  int command_exit = 0;
+  switchyard::cli::addProfileCommands(app, command_exit);
+  switchyard::cli::addOptimizeCommand(app, command_exit);
+
   CLI11_PARSE(app, argc, argv);
+  for (const char* name : {"profile", "gen-profile", "optimize"}) {
+    if (app.got_subcommand(name)) return command_exit;
+  }
   if (drain_wait->parsed()) return switchyard::cli::runDrainWait(drain_wait_options);
   if (demo->parsed()) return switchyard::cli::runDemo(demo_options);
   if (bench->parsed()) return switchyard::cli::runBench(bench_options);

@@ -44,6 +44,7 @@ void FleetRegistry::apply(const std::vector<ModelSpec>& models, TimeNs signal_ma
     model.top_k = spec.top_k;
     model.slow_start = spec.slow_start;
     model.candidate_sample = spec.candidate_sample;
+    model.admission = spec.admission;
     model.limits = spec.limits;
     model.timeouts = spec.timeouts;
     auto& runtime = kept_runtimes[spec.name];
@@ -132,6 +133,26 @@ void refreshLearnedMeans(const ModelEntry& model) {
   if (prefill_n) means.prefill = prefill / prefill_n;
   if (slowdown_n) means.slowdown = slowdown / slowdown_n;
   model.runtime->storeLearnedMeans(means);
+}
+
+void refreshCompletionRate(const ModelEntry& model, TimeNs now) {
+  constexpr double kTimeConstantS = 5;
+  int64_t completions = 0;
+  for (const ReplicaEntry& replica : model.replicas) {
+    completions += replica.state->counters().outcome_successes_total.load(
+        std::memory_order_relaxed);
+  }
+  ModelRuntime& runtime = *model.runtime;
+  const double dt = static_cast<double>(now - runtime.completions_seen_at) / 1e9;
+  if (runtime.completions_seen >= 0 && completions >= runtime.completions_seen && dt > 0) {
+    const double rate = static_cast<double>(completions - runtime.completions_seen) / dt;
+    const double previous = runtime.completion_rate.load(std::memory_order_relaxed);
+    const double weight = 1 - std::exp(-dt / kTimeConstantS);
+    runtime.completion_rate.store(previous + weight * (rate - previous),
+                                  std::memory_order_relaxed);
+  }
+  runtime.completions_seen = completions;  // a fleet change that lowers the sum restarts it
+  runtime.completions_seen_at = now;
 }
 
 std::shared_ptr<const FleetSnapshot> FleetRegistry::latest() const {

@@ -36,6 +36,7 @@ struct ModelSpec {
   SlowStartParams slow_start;
   uint32_t candidate_sample = 0;
   ModelLimits limits;
+  AdmissionParams admission;
   UpstreamTimeouts timeouts;
   std::vector<ReplicaSpec> replicas;
 };
@@ -95,6 +96,11 @@ void rescaleRateLimit(const ModelEntry& model, int routable);
 // Recomputes the model's LearnedMeans from its replicas' learned capacities (control thread:
 // after every capacity refresh and fleet change).
 void refreshLearnedMeans(const ModelEntry& model);
+
+// Updates the model's completion rate (requests/s completed by its replicas through this gateway,
+// an EWMA with a 5 s time constant) from the replicas' outcome counters (control thread, every
+// capacity refresh).
+void refreshCompletionRate(const ModelEntry& model, TimeNs now);
 
 // Splits "host:port"; false when malformed or the port is out of range.
 bool splitHostPort(std::string_view address, std::string& host, uint16_t& port);

@@ -16,6 +16,7 @@
 
 #include "core/clock.h"
 #include "core/gcra.h"
+#include "fleet/output_length_estimator.h"
 #include "fleet/replica_state.h"
 
 namespace switchyard::fleet {
@@ -58,6 +59,24 @@ struct PodIdentity {
   bool empty() const { return name.empty(); }
 };
 
+// What happens to a request that finds every replica of its model at its in-flight limit
+// (docs/admission.md); resolved per model at config load.
+enum class QueueMode : uint8_t {
+  kOff,       // answer 429 at once
+  kFifo,      // wait in the gateway's queue, first come first served, bounded by count and age
+  kDeadline,  // the same queue, but admit, queue or refuse by whether the request can still
+              // start and finish within its deadline
+};
+
+struct AdmissionParams {
+  QueueMode queue = QueueMode::kOff;
+  uint32_t max_queued = 1024;            // per model, per worker
+  uint32_t max_queued_per_client = 256;  // per model, per worker: no client can fill the queue
+  TimeNs max_wait = 60 * kNsPerSec;      // a request waits no longer than this
+  TimeNs recheck = 50 * kNsPerMs;        // queued requests re-check at least this often
+  TimeNs default_deadline = 0;           // for requests that give none; 0: none
+};
+
 struct ReplicaEntry {
   std::shared_ptr<ReplicaState> state;
   // e.g. gpu: A100, engine: vllm; a discovered replica carries every label of its Pod, plus
@@ -98,6 +117,18 @@ struct ModelRuntime {
   alignas(64) std::atomic<uint64_t> next{0};  // round-robin cursor
   alignas(64) std::atomic<int32_t> routable_replicas{0};  // not excluded by health
   AtomicGcra rate;  // this gateway's share: per-replica RPS x routable replicas / live gateways
+  // Output tokens by prompt size, learned from completions (admission's execution estimate).
+  OutputLengthEstimator output_lengths;
+  // The gateway's queue for this model (gateway/request_queue.h): requests waiting, and which
+  // workers have some (bit per worker), so a worker that frees a slot wakes one.
+  alignas(64) std::atomic<int32_t> queued{0};
+  std::atomic<uint64_t> queued_workers{0};
+  // Requests of the model completed per second on this gateway, smoothed (refreshCompletionRate):
+  // how fast the queue drains.
+  std::atomic<double> completion_rate{0};
+  // Control thread only (refreshCompletionRate): the completions counted at the last refresh.
+  int64_t completions_seen = -1;
+  TimeNs completions_seen_at = 0;
   std::atomic<int32_t> live_gateways{1};  // gateways sharing the model (shared-state sync)
   std::atomic<int32_t> gateway_rank{0};   // this gateway's position among them (by id)
 };
@@ -125,6 +156,7 @@ struct ModelEntry {
   // filters and scores this many replicas drawn at random instead of the whole fleet.
   uint32_t candidate_sample = 0;
   ModelLimits limits;
+  AdmissionParams admission;
   UpstreamTimeouts timeouts;
   std::vector<ReplicaEntry> replicas;
   std::shared_ptr<ModelRuntime> runtime;

@@ -1,5 +1,7 @@
 #include "gateway/admission_stage.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "admission/inflight_admission.h"
@@ -67,14 +69,43 @@ boost::asio::awaitable<ReplicaAdmission> AdmissionStage::onReplica(
 
 Refusal AdmissionStage::rateLimited(TimeNs retry_after) {
   observer_.countRejected(observe::LimitKind::kModelRate);
-  return Refusal::limited("model_rate_limit_exceeded",
+  return Refusal::limited(observe::LimitKind::kModelRate, "model_rate_limit_exceeded",
                           "the model's request rate limit is exceeded", retry_after);
 }
 
 Refusal AdmissionStage::saturated() {
   observer_.countRejected(observe::LimitKind::kReplicaInflight);
-  return Refusal::limited("replica_inflight_limit",
+  return Refusal::limited(observe::LimitKind::kReplicaInflight, "replica_inflight_limit",
                           "every replica of the model is at its in-flight limit", kNsPerSec);
+}
+
+Refusal AdmissionStage::deadlineUnattainable(TimeNs left, TimeNs needed) {
+  observer_.countRejected(observe::LimitKind::kDeadline);
+  // Retry once the backlog that made it late may have drained: the time it lacked, at least 1 s.
+  return Refusal::limited(
+      observe::LimitKind::kDeadline, "deadline_unattainable",
+      fmt::format("the request cannot finish within its deadline: {} ms left, about {} ms "
+                  "needed (waiting and execution)",
+                  std::max<TimeNs>(0, left) / kNsPerMs, needed / kNsPerMs),
+      std::max<TimeNs>(kNsPerSec, needed - left));
+}
+
+Refusal AdmissionStage::queueFull(bool client_share) {
+  observer_.countRejected(observe::LimitKind::kQueueFull);
+  return Refusal::limited(observe::LimitKind::kQueueFull, "queue_full",
+                          client_share ? "this client already has as many requests queued for "
+                                         "the model as one client may"
+                                       : "every replica of the model is at its in-flight limit "
+                                         "and the gateway's queue for it is full",
+                          kNsPerSec);
+}
+
+Refusal AdmissionStage::queueTimeout(TimeNs max_wait) {
+  observer_.countRejected(observe::LimitKind::kQueueTimeout);
+  return Refusal::limited(
+      observe::LimitKind::kQueueTimeout, "queue_timeout",
+      fmt::format("no replica of the model had room within {} ms", max_wait / kNsPerMs),
+      kNsPerSec);
 }
 
 }  // namespace switchyard::gateway

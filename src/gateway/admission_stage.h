@@ -71,6 +71,12 @@ class AdmissionStage {
 
   // Every replica of the model is at its in-flight limit (counted).
   Refusal saturated();
+  // The request cannot finish within its deadline: `left` remains, it needs `needed` (counted).
+  Refusal deadlineUnattainable(TimeNs left, TimeNs needed);
+  // The model's queue on this worker (or this client's part of it) is full (counted).
+  Refusal queueFull(bool client_share);
+  // The request waited `max_wait` in the queue without getting a slot (counted).
+  Refusal queueTimeout(TimeNs max_wait);
 
  private:
   Refusal rateLimited(TimeNs retry_after);

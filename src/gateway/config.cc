@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "gateway/admission_config.h"
 #include "gateway/config_values.h"
 #include "gateway/discovery_config.h"
 #include "gateway/shared_state_config.h"
@@ -199,7 +200,11 @@ fleet::ModelSpec parseModel(const YAML::Node& node, size_t index, const GatewayC
   model.top_k = global.top_k;
   model.slow_start = global.slow_start;
   model.candidate_sample = global.candidate_sample;
+  model.admission = global.admission;
   model.timeouts = default_timeouts;
+  if (const YAML::Node admission = node["admission"]) {
+    parseAdmission(admission, where + ".admission", model.admission);
+  }
   if (const YAML::Node limits = node["limits"]) {
     if (!limits.IsMap()) throw ConfigError(where + ".limits: must be a mapping");
     for (auto it = limits.begin(); it != limits.end(); ++it) {
@@ -416,7 +421,8 @@ GatewayConfig parseNode(const YAML::Node& root) {
   static const std::set<std::string> kKnown = {
       "listen",  "admin_listen", "workers", "routing", "telemetry", "limits",  "timeouts",
       "models",  "reload_poll_interval_ms", "health",  "retry",     "tracing", "logging",
-      "decisions", "shared_state", "session_affinity", "async_jobs", "readiness", "discovery"};
+      "decisions", "shared_state", "session_affinity", "async_jobs", "readiness", "admission",
+      "load_monitor", "discovery"};
   for (auto it = root.begin(); it != root.end(); ++it) {
     const std::string key = it->first.as<std::string>();
     if (!kKnown.count(key)) throw ConfigError(key + ": unknown key");
@@ -426,7 +432,9 @@ GatewayConfig parseNode(const YAML::Node& root) {
     config.admin_listen = scalar<std::string>(root["admin_listen"], "admin_listen");
   }
   if (root["workers"]) config.workers = scalar<int>(root["workers"], "workers");
-  if (config.workers < 0) throw ConfigError("workers: must be >= 0");
+  if (config.workers < 0 || config.workers > kMaxWorkers) {
+    throw ConfigError("workers: must be between 0 and " + std::to_string(kMaxWorkers));
+  }
   if (const YAML::Node routing = root["routing"]) {
     if (!routing.IsMap()) throw ConfigError("routing: must be a mapping");
     for (auto it = routing.begin(); it != routing.end(); ++it) {
@@ -524,6 +532,10 @@ GatewayConfig parseNode(const YAML::Node& root) {
     }
   }
   if (const YAML::Node discovery = root["discovery"]) parseDiscovery(discovery, config.kubernetes);
+  if (const YAML::Node admission = root["admission"]) {
+    parseAdmission(admission, "admission", config.admission);
+  }
+  if (const YAML::Node load = root["load_monitor"]) parseLoadMonitor(load, config.load_monitor);
   const YAML::Node models = root["models"];
   if (models && !models.IsSequence()) throw ConfigError("models: must be a list");
   std::set<std::string> names;

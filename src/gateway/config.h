@@ -24,10 +24,14 @@
 #include "fleet/fleet_registry.h"
 #include "health/replica_health.h"
 #include "gateway/readiness.h"
+#include "gateway/load_monitor_config.h"
 #include "gateway/shared_state_config.h"
 #include "observe/observe_config.h"
 
 namespace switchyard::gateway {
+
+// Hot-path worker threads at most (the request queue keeps one bit per worker).
+inline constexpr int kMaxWorkers = 64;
 
 struct ConfigError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -86,6 +90,8 @@ struct GatewayConfig {
   ReadinessSettings readiness;  // `readiness:` (/readyz, docs/operations.md)
   // `discovery: { kubernetes: ... }`: replicas from Pods, beside `models:` (docs/kubernetes.md).
   fleet::kubernetes::KubernetesSettings kubernetes;
+  fleet::AdmissionParams admission;  // `admission:` defaults for every model (docs/admission.md)
+  LoadMonitorConfig load_monitor;  // request monitoring for the optimizer (`load_monitor:`)
 
   // Engine signals older than this are unknown (three scrape intervals).
   TimeNs signalMaxAge() const { return 3 * scrape_interval; }

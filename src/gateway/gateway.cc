@@ -17,6 +17,7 @@
 #include "gateway/admin_server.h"
 #include "gateway/fleet_plane.h"
 #include "gateway/fleet_view.h"
+#include "gateway/load_monitor.h"
 #include "gateway/shared_state_metrics.h"
 #include "gateway/shared_state_sync.h"
 #include "gateway/worker.h"
@@ -75,7 +76,8 @@ class ControlPlane {
       spdlog::info("gateway: {} workers (configured)", worker_count);
     } else {
       const CpuBudget budget = detectCpuBudget();
-      worker_count = budget.cpus;
+      // At most kMaxWorkers: the queue's per-model worker mask has one bit per worker.
+      worker_count = std::min(budget.cpus, kMaxWorkers);
       spdlog::info("gateway: {} workers, one per CPU this process may use: {}", worker_count,
                    budget.source);
     }
@@ -92,13 +94,20 @@ class ControlPlane {
                                                 [this] { onFleetChange(); });
     for (int i = 0; i < worker_count; ++i) {
       workers_.push_back(std::make_unique<Worker>(i, config_, registry_, listen,
-                                                  observe_->worker(i), *shared_backend_));
+                                                  observe_->worker(i), *shared_backend_,
+                                                  directory_));
+      directory_.contexts.push_back(&workers_.back()->context());
+      directory_.queues.push_back(&workers_.back()->queue());
       // Port 0 means "any": the first worker gets one, the others share it (SO_REUSEPORT).
       if (i == 0) listen.port(workers_[0]->port());
     }
+    load_monitor_ = std::make_unique<GatewayLoadMonitor>(io_, *observe_, registry_,
+                                                         config_.load_monitor,
+                                                         shared_backend_->gatewayId());
     admin_ = std::make_unique<AdminServer>(io_, http::resolveListenAddress(config_.admin_listen));
     registerAdminEndpoints();
     fleet_plane_->registerAdmin(*admin_);
+    registerLoadEndpoint();
     admin_->start();
     observe_->startExporter(io_);
     scraper_.sync(registry_.replicas());
@@ -108,6 +117,7 @@ class ControlPlane {
     scheduleHealthTick();
     state_sync_->start();
     fleet_plane_->start();
+    load_monitor_->start();
 
     std::printf("listening %s:%u %s:%u\n", listen.address().to_string().c_str(), listen.port(),
                 listen.address().to_string().c_str(), admin_->port());
@@ -189,6 +199,24 @@ class ControlPlane {
     });
   }
 
+  // GET /debug/load?model=M&since=UNIX_S: closed request-monitoring intervals (the optimizer
+  // polls it when the gateways share no Redis).
+  void registerLoadEndpoint() {
+    admin_->handle("/debug/load", [this](std::string_view query) {
+      int64_t since = 0;
+      if (const auto text = queryParam(query, "since")) {
+        const auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), since);
+        if (ec != std::errc() || end != text->data() + text->size()) {
+          return AdminResponse{
+              400, "application/json",
+              R"({"error":{"message":"since must be unix seconds","type":"invalid_request_error","param":"since","code":null}})"};
+        }
+      }
+      const std::string_view model = queryParam(query, "model").value_or(std::string_view());
+      return AdminResponse{200, "application/json", load_monitor_->recentJson(model, since)};
+    });
+  }
+
   void applyFleet(const GatewayConfig& config) {
     registry_.apply(fleet_plane_ ? fleet_plane_->compose(config) : config.models,
                     config.signalMaxAge(), config.default_strategy,
@@ -241,6 +269,7 @@ class ControlPlane {
     }
     for (const fleet::ModelEntry& model : registry_.latest()->models) {
       fleet::refreshLearnedMeans(model);
+      fleet::refreshCompletionRate(model, now);
     }
   }
 
@@ -330,6 +359,7 @@ class ControlPlane {
   void finishShutdown() {
     scraper_.stopAll();
     health_.stopAll();
+    load_monitor_->stop();
     observe_->stopExporter();
     admin_->stop();
     signals_.cancel();
@@ -353,6 +383,8 @@ class ControlPlane {
   std::shared_ptr<state::SharedStateBackend> shared_backend_;  // outlives workers' clients
   std::unique_ptr<GatewayStateSync> state_sync_;
   std::unique_ptr<FleetPlane> fleet_plane_;
+  WorkerDirectory directory_;  // declared before workers_: outlives them
+  std::unique_ptr<GatewayLoadMonitor> load_monitor_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<std::thread> threads_;
   FileStamp stamp_;

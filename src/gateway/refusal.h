@@ -8,6 +8,7 @@
 
 #include "api/openai_error.h"
 #include "core/clock.h"
+#include "observe/metrics.h"
 
 namespace switchyard::gateway {
 
@@ -18,10 +19,12 @@ struct Refusal {
   std::string_view code;   // "" for null
   std::string_view param;  // "" for null
   TimeNs retry_after = -1;  // >= 0: Retry-After, whole seconds rounded up (at least 1)
+  observe::LimitKind limit = observe::LimitKind::kCount;  // the limit that refused; kCount: none
 
   // A 429 from a limit, with Retry-After.
-  static Refusal limited(std::string_view code, std::string message, TimeNs retry_after) {
-    return {429, std::move(message), api::kRateLimitError, code, {}, retry_after};
+  static Refusal limited(observe::LimitKind limit, std::string_view code, std::string message,
+                         TimeNs retry_after) {
+    return {429, std::move(message), api::kRateLimitError, code, {}, retry_after, limit};
   }
 };
 

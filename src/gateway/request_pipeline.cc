@@ -5,10 +5,87 @@
 
 #include <algorithm>
 
+#include "admission/deadline.h"
+#include "admission/execution_estimate.h"
 #include "gateway/worker_impl.h"
 #include "routing/router.h"
 
 namespace switchyard::gateway {
+namespace {
+
+// Planned when a request gives no max_tokens and nothing was learned for its model yet.
+constexpr double kDefaultOutputTokens = 256;
+
+Refusal invalidDeadline(std::string_view header) {
+  return {400,
+          std::string(header) + " must be a non-negative number (" +
+              std::string(admission::kDeadlineMsHeader) + ": milliseconds; " +
+              std::string(admission::kTimeoutHeader) + ": seconds, or a duration like 30s)",
+          "invalid_request_error", "invalid_deadline", header};
+}
+
+void wakeWaiter(void* timer) { static_cast<asio::steady_timer*>(timer)->cancel(); }
+
+// A queued request's execution once its turn comes: on an average replica of the model at its
+// in-flight limit (the slot it gets frees up at that load). -1 unknown.
+TimeNs queuedExecution(const fleet::ModelEntry& model, const ProxyPlan& plan) {
+  const double concurrency = model.limits.max_inflight_per_replica > 0
+                                 ? static_cast<double>(model.limits.max_inflight_per_replica)
+                                 : 1.0;
+  return admission::estimateExecution(fleet::LearnedCapacity{}, model.runtime->learnedMeans(),
+                                      static_cast<double>(plan.prompt_estimate),
+                                      plan.output_estimate, concurrency)
+      .total;
+}
+
+// Takes a request out of the queue when its stay ends, however it ends, and observes the wait.
+class QueueSeat {
+ public:
+  QueueSeat(RequestQueue& queue, RequestQueue::Waiter& waiter, observe::WorkerObserver& observer,
+            observe::RequestRecord& record)
+      : queue_(queue), waiter_(waiter), observer_(observer), record_(record) {}
+  ~QueueSeat() { queue_.leave(waiter_); }
+  void release(TimeNs now) {
+    if (waiter_.queue == nullptr) return;
+    waited_ = now - waiter_.enqueued_at;
+    observer_.onQueueWait(record_, waited_);
+    queue_.leave(waiter_);
+  }
+  // How long the request waited; -1 when it never queued.
+  TimeNs waited() const { return waited_; }
+
+ private:
+  TimeNs waited_ = -1;
+  RequestQueue& queue_;
+  RequestQueue::Waiter& waiter_;
+  observe::WorkerObserver& observer_;
+  observe::RequestRecord& record_;
+};
+
+}  // namespace
+
+// What admission decided, on the request's decision record, when a deadline or the queue took
+// part (docs/admission.md).
+void Worker::Impl::noteAdmission(ClientConnection& conn, const ProxyPlan& plan, TimeNs waited,
+                                 const std::optional<Refusal>& refusal) {
+  const bool refused = refusal.has_value() && refusal->limit != observe::LimitKind::kCount;
+  if (plan.deadline_at < 0 && waited < 0 && !refused) return;
+  observer.onAdmission(conn.observed,
+                       {waited, plan.deadline_at >= 0 ? plan.deadline_at - plan.arrived : -1,
+                        plan.predicted, refused ? refusal->limit : observe::LimitKind::kCount});
+}
+
+// The peer's address, looked up once per connection and only when a request queues without
+// naming a user.
+std::string_view Worker::Impl::clientAddress(ClientConnection& conn) {
+  if (conn.client_address.empty()) {
+    boost::system::error_code ec;
+    const tcp::endpoint peer = conn.stream.socket().remote_endpoint(ec);
+    conn.client_address = ec ? "unknown" : peer.address().to_string();
+  }
+  return conn.client_address;
+}
+
 namespace {
 
 Refusal invalidStrategy(std::string_view text, std::string_view bad_part) {
@@ -22,10 +99,15 @@ Refusal invalidStrategy(std::string_view text, std::string_view bad_part) {
 
 asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn, Request& req, bool keep_alive,
                                           JobPath job) {
-  const std::string_view request_id = requestId(conn, req);
-  const bool generated_id = request_id.data() == conn.generated_id;  // also sent upstream
-  observe::RequestScope observed(observer, conn.observed, now(), request_id, req["traceparent"],
-                                 req["x-switchyard-explain"]);
+  ProxyPlan plan;
+  plan.arrived = now();
+  plan.request_id = requestId(conn, req);
+  plan.generated_id = plan.request_id.data() == conn.generated_id;  // also sent upstream
+  plan.keep_alive = keep_alive;
+  plan.job = job;
+  const std::string_view request_id = plan.request_id;
+  observe::RequestScope observed(observer, conn.observed, plan.arrived, request_id,
+                                 req["traceparent"], req["x-switchyard-explain"]);
 
   // Inspect the body once. simdjson reads up to SIMDJSON_PADDING bytes past the end: reserve
   // them instead of copying.
@@ -72,128 +154,258 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn, Request& req, 
   std::string_view strategy_text = req["routing-strategy"];
   if (strategy_text.empty()) strategy_text = model->routing_strategy;
   if (strategy_text.empty()) strategy_text = snapshot->default_strategy;
-  routing::StrategySpec spec;
   std::string_view bad_part;
-  if (routing::parseStrategySpec(strategy_text, spec, &bad_part) != routing::SpecError::kNone) {
+  if (routing::parseStrategySpec(strategy_text, plan.spec, &bad_part) !=
+      routing::SpecError::kNone) {
     co_return co_await sendRefusal(conn, invalidStrategy(strategy_text, bad_part), request_id,
                                    keep_alive);
   }
-  observer.onModel(conn.observed, *snapshot, *model, spec.text);
+  observer.onModel(conn.observed, *snapshot, *model, plan.spec.text);
+  observer.countDemand(conn.observed);
+
+  // The deadline: the request's own, else the model's default.
+  const admission::RequestDeadline deadline = admission::parseDeadline(
+      req[admission::kDeadlineMsHeader], req[admission::kTimeoutHeader]);
+  if (deadline.malformed) {
+    co_return co_await sendRefusal(conn, invalidDeadline(deadline.header), request_id,
+                                   keep_alive);
+  }
+  const TimeNs deadline_left =
+      deadline.remaining >= 0 ? deadline.remaining
+                              : (model->admission.default_deadline > 0
+                                     ? model->admission.default_deadline
+                                     : -1);
+  if (deadline_left >= 0) plan.deadline_at = plan.arrived + deadline_left;
 
   // Admission before routing.
   if (std::optional<Refusal> refused = admission.beforeRouting(*model, now())) {
     co_return co_await sendRefusal(conn, *refused, request_id, keep_alive);
   }
 
-  const int64_t prompt_estimate =
+  plan.prompt_estimate =
       static_cast<int64_t>(info.prompt_bytes / api::RequestInspector::kBytesPerPromptToken);
-  std::array<int, kMaxAttempts + kMaxAdmissionRaces> tried{};
-  size_t tried_count = 0;
-  routing::RouteRequest route_request{&spec, now(), {}, {}};
-  route_request.shape.prompt_tokens = static_cast<double>(prompt_estimate);
-  route_request.shape.max_tokens = static_cast<double>(info.max_tokens);
+  // max_tokens is the output length admission plans with: a request that stops early finishes
+  // sooner than planned, so deadline refusals err on the cautious side.
+  plan.output_estimate =
+      info.max_tokens > 0
+          ? static_cast<double>(info.max_tokens)
+          : model->runtime->output_lengths.estimate(static_cast<double>(plan.prompt_estimate),
+                                                    kDefaultOutputTokens);
+  plan.route = routing::RouteRequest{&plan.spec, now(), {}, {}};
+  plan.route.shape.prompt_tokens = static_cast<double>(plan.prompt_estimate);
+  plan.route.shape.max_tokens = static_cast<double>(info.max_tokens);
 
   // Session affinity: the session's pinned replica is kept while it passes the filters.
   const std::string_view session_header = sessions.header();
-  const std::string_view session =
+  plan.session =
       session_header.empty() ? std::string_view() : std::string_view(req[session_header]);
   conn.session_pin.clear();
-  if (!session.empty()) {
-    co_await sessions.findPin(model->name, session, route_request.now, conn.session_pin);
-    route_request.preferred = model->replicaIndex(conn.session_pin);
+  if (!plan.session.empty()) {
+    co_await sessions.findPin(model->name, plan.session, plan.route.now, conn.session_pin);
+    plan.route.preferred = model->replicaIndex(conn.session_pin);
   }
+  retry_budget.onRequest(plan.route.now);
 
-  // Route, admit, forward; fail over while nothing has reached the client.
-  retry_budget.onRequest(route_request.now);
+  // Route, admit and forward; when every replica is at its limit, wait in the queue (if the
+  // model has one) and try again from its head. Requests queued before this one go first.
+  RequestQueue::Waiter waiter(io.get_executor());
+  QueueSeat seat{queue, waiter, observer, conn.observed};
+  const fleet::AdmissionParams& params = model->admission;
+  bool behind_others = params.queue != fleet::QueueMode::kOff && queue.hasWaiters(*model);
+  std::optional<Refusal> refusal;
+  for (;;) {
+    if (!behind_others) {
+      const AttemptOutcome outcome = co_await attempt(conn, req, *snapshot, *model, plan, refusal);
+      if (outcome != AttemptOutcome::kSaturated) {
+        seat.release(now());
+        noteAdmission(conn, plan, seat.waited(), refusal);
+        switch (outcome) {
+          case AttemptOutcome::kAnswered:
+            co_return keep_alive;
+          case AttemptOutcome::kClosed:
+            co_return false;
+          case AttemptOutcome::kRefused:
+            co_return co_await sendRefusal(conn, *refusal, request_id, keep_alive);
+          case AttemptOutcome::kUnreachable:
+          case AttemptOutcome::kUnavailable:
+          case AttemptOutcome::kSaturated:
+            break;
+        }
+        if (model->replicas.empty() || outcome == AttemptOutcome::kUnavailable) {
+          co_return co_await sendError(conn, 503,
+                                       model->replicas.empty()
+                                           ? "no replica serves this model"
+                                           : "every replica of the model is draining or not ready",
+                                       "server_error", "no_replica", "", request_id, keep_alive);
+        }
+        co_return co_await sendError(conn, 502, "the model's replicas could not be reached",
+                                     "server_error", "upstream_unavailable", "", request_id,
+                                     keep_alive);
+      }
+    }
+    behind_others = false;
+    if (params.queue == fleet::QueueMode::kOff) {
+      co_return co_await sendRefusal(conn, admission.saturated(), request_id, keep_alive);
+    }
+    if (waiter.queue == nullptr) {
+      waiter.client = info.user.empty() ? clientAddress(conn) : info.user;
+      const RequestQueue::Entry entry = queue.enter(*model, waiter, now());
+      if (entry != RequestQueue::Entry::kQueued) {
+        refusal = admission.queueFull(entry == RequestQueue::Entry::kClientFull);
+        noteAdmission(conn, plan, seat.waited(), refusal);
+        co_return co_await sendRefusal(conn, *refusal, request_id, keep_alive);
+      }
+    }
+    switch (co_await waitTurn(conn, *model, plan, waiter, refusal)) {
+      case QueueTurn::kTurn:
+        // Replicas lost to admission races may have room now; those that failed stay out.
+        plan.tried_count = plan.failed_count;
+        plan.admission_races = 0;
+        plan.route.preferred = model->replicaIndex(conn.session_pin);
+        continue;
+      case QueueTurn::kRefused:
+        seat.release(now());
+        noteAdmission(conn, plan, seat.waited(), refusal);
+        co_return co_await sendRefusal(conn, *refusal, request_id, keep_alive);
+      case QueueTurn::kClientGone:
+        seat.release(now());
+        observer.onClientCancelled(conn.observed, observe::CancelStage::kQueued);
+        co_return false;
+    }
+  }
+}
+
+asio::awaitable<AttemptOutcome> Worker::Impl::attempt(ClientConnection& conn, Request& req,
+                                                      const fleet::FleetSnapshot& snapshot,
+                                                      const fleet::ModelEntry& model,
+                                                      ProxyPlan& plan,
+                                                      std::optional<Refusal>& refusal) {
   const int max_attempts = std::min(config.retry.max_attempts, kMaxAttempts);
-  int attempts = 0;
-  int admission_races = 0;
-  bool saturated = false;
-  bool unavailable = false;  // every replica is draining or not ready
-  while (attempts < max_attempts) {
-    route_request.tried = std::span<const int>(tried.data(), tried_count);
+  const bool deadline_aware =
+      model.admission.queue == fleet::QueueMode::kDeadline && plan.deadline_at >= 0;
+  plan.route.now = now();
+  while (plan.attempts < max_attempts) {
+    plan.route.tried = std::span<const int>(plan.tried.data(), plan.tried_count);
     const TimeNs routing_started = now();
-    const routing::Decision decision =
-        routing::route(*snapshot, *model, route_request, rng, scratch);
+    const routing::Decision decision = routing::route(snapshot, model, plan.route, rng, scratch);
     observer.onDecision(conn.observed, decision, routing_started, now());
     if (decision.chosen < 0) {
       // Replicas lost to an admission race are at their limit too (set aside as "tried").
-      saturated = decision.saturated > 0 || admission_races > 0;
-      unavailable = decision.unavailable > 0 && decision.unavailable == decision.ready;
-      break;
+      if (decision.saturated > 0 || plan.admission_races > 0) co_return AttemptOutcome::kSaturated;
+      if (decision.unavailable > 0 && decision.unavailable == decision.ready) {
+        co_return AttemptOutcome::kUnavailable;
+      }
+      co_return AttemptOutcome::kUnreachable;
     }
-    const std::shared_ptr<fleet::ReplicaState>& replica = model->replicas[decision.chosen].state;
+    const std::shared_ptr<fleet::ReplicaState>& replica = model.replicas[decision.chosen].state;
     if (decision.affinity) {  // a pinned session's request: scale-down prefers other victims
       replica->counters().affinity_requests_total.fetch_add(1, std::memory_order_relaxed);
     }
 
-    if (!session.empty() && !decision.affinity) {
+    if (!plan.session.empty() && !decision.affinity) {
       // First request of the session, or its replica is gone: pin (or re-pin) atomically. If
       // another gateway pinned it first, its choice wins and this request follows it.
-      co_await sessions.pinTo(model->name, session, replica->name(), now(), conn.session_pin);
-      const int winner_index = model->replicaIndex(conn.session_pin);
+      co_await sessions.pinTo(model.name, plan.session, replica->name(), now(), conn.session_pin);
+      const int winner_index = model.replicaIndex(conn.session_pin);
       if (conn.session_pin != replica->name() && winner_index >= 0 &&
-          ++admission_races <= kMaxAdmissionRaces) {
-        route_request.preferred = winner_index;
+          ++plan.admission_races <= kMaxAdmissionRaces) {
+        plan.route.preferred = winner_index;
         continue;
       }
     }
 
+    // Deadline: a request that cannot finish in time even if it starts now is refused before it
+    // costs any GPU time.
+    const admission::ExecutionEstimate predicted = admission::estimateExecution(
+        replica->capacity(), model.runtime->learnedMeans(),
+        static_cast<double>(plan.prompt_estimate), plan.output_estimate,
+        static_cast<double>(replica->globalRunning() + 1));
+    plan.predicted = predicted.total;
+    if (deadline_aware && predicted.total >= 0 && now() + predicted.total > plan.deadline_at) {
+      refusal = admission.deadlineUnattainable(plan.deadline_at - now(), predicted.total);
+      co_return AttemptOutcome::kRefused;
+    }
+
     // Admission on the chosen replica.
     SharedAdmission shared_admission;
-    std::optional<Refusal> refusal;
     const ReplicaAdmission admitted =
-        co_await admission.onReplica(*model, *replica, now(), shared_admission, refusal);
-    if (admitted == ReplicaAdmission::kRateLimited) {
-      co_return co_await sendRefusal(conn, *refusal, request_id, keep_alive);
-    }
+        co_await admission.onReplica(model, *replica, now(), shared_admission, refusal);
+    if (admitted == ReplicaAdmission::kRateLimited) co_return AttemptOutcome::kRefused;
     if (admitted == ReplicaAdmission::kAtLimit) {
-      if (++admission_races > kMaxAdmissionRaces) {
-        saturated = true;
-        break;
-      }
-      tried[tried_count++] = decision.chosen;
-      route_request.preferred = -1;
+      if (++plan.admission_races > kMaxAdmissionRaces) co_return AttemptOutcome::kSaturated;
+      plan.tried[plan.tried_count++] = decision.chosen;
+      plan.route.preferred = -1;
       continue;
     }
 
     // Forward. A failed attempt can be retried only if another replica is left and the budget
     // allows; otherwise the upstream's own error answer goes to the client.
-    ++attempts;
-    const bool may_retry = attempts < max_attempts &&
-                           tried_count + 1 < model->replicas.size() &&
+    ++plan.attempts;
+    const bool may_retry = plan.attempts < max_attempts &&
+                           plan.tried_count + 1 < model.replicas.size() &&
                            retry_budget.canSpend(now());
-    conn.capture_job_id = job.kind == JobRequest::kCreate;
+    conn.capture_job_id = plan.job.kind == JobRequest::kCreate;
     conn.job_id_scanned = 0;
     conn.job_id.clear();
     const ForwardResult result =
-        co_await forward(conn, req, replica, *model,
-                         {spec.text, request_id, generated_id, prompt_estimate, keep_alive,
-                          may_retry, ForwardMode::kNormal});
+        co_await forward(conn, req, replica, model,
+                         {plan.spec.text, plan.request_id, plan.generated_id,
+                          plan.prompt_estimate, plan.keep_alive, may_retry,
+                          ForwardMode::kNormal});
+    queue.slotFreed(model);  // this request's slot (whatever the result) may serve a waiter
     if (!conn.job_id.empty()) {
-      shared->recordJob(conn.job_id, model->name, replica->name(), config.async_jobs.ttl);
+      shared->recordJob(conn.job_id, model.name, replica->name(), config.async_jobs.ttl);
       replica->counters().jobs_created_total.fetch_add(1, std::memory_order_relaxed);
     }
-    if (result == ForwardResult::kDone) co_return keep_alive;
-    if (result == ForwardResult::kAborted) co_return false;
-    // Nothing reached the client yet: try another replica if the retry budget allows.
-    tried[tried_count++] = decision.chosen;
-    route_request.preferred = -1;
-    route_request.now = now();
-    if (!may_retry || !retry_budget.trySpend(route_request.now)) break;
+    if (result == ForwardResult::kDone) co_return AttemptOutcome::kAnswered;
+    if (result == ForwardResult::kAborted) co_return AttemptOutcome::kClosed;
+    // Nothing reached the client yet: try another replica if the retry budget allows. The
+    // failed replica goes before any race losers, which a queue wait forgets.
+    std::copy_backward(plan.tried.begin() + static_cast<ptrdiff_t>(plan.failed_count),
+                       plan.tried.begin() + static_cast<ptrdiff_t>(plan.tried_count),
+                       plan.tried.begin() + static_cast<ptrdiff_t>(plan.tried_count) + 1);
+    plan.tried[plan.failed_count++] = decision.chosen;
+    ++plan.tried_count;
+    plan.route.preferred = -1;
+    plan.route.now = now();
+    if (!may_retry || !retry_budget.trySpend(plan.route.now)) break;
   }
-  if (saturated) {
-    co_return co_await sendRefusal(conn, admission.saturated(), request_id, keep_alive);
+  co_return AttemptOutcome::kUnreachable;
+}
+
+asio::awaitable<QueueTurn> Worker::Impl::waitTurn(ClientConnection& conn,
+                                                  const fleet::ModelEntry& model,
+                                                  const ProxyPlan& plan,
+                                                  RequestQueue::Waiter& waiter,
+                                                  std::optional<Refusal>& refusal) {
+  const switchyard::http::PeerWatchScope watching(conn.watch, conn.stream.socket(), &wakeWaiter,
+                                                  &waiter.timer);
+  const fleet::AdmissionParams& params = model.admission;
+  const bool deadline_aware =
+      params.queue == fleet::QueueMode::kDeadline && plan.deadline_at >= 0;
+  for (;;) {
+    waiter.timer.expires_after(asDuration(params.recheck));
+    co_await waiter.timer.async_wait(kTuple);  // a re-check, or woken: a slot may be free
+    if (conn.watch->gone) co_return QueueTurn::kClientGone;
+    const TimeNs t = now();
+    if (t - waiter.enqueued_at >= params.max_wait) {
+      refusal = admission.queueTimeout(params.max_wait);
+      co_return QueueTurn::kRefused;
+    }
+    if (deadline_aware) {
+      // Its turn comes after the requests ahead of it drain, at the rate this gateway has been
+      // completing the model's requests; then it runs. Refused the moment that no longer fits.
+      const double rate = model.runtime->completion_rate.load(std::memory_order_relaxed);
+      const double ahead = static_cast<double>(queue.positionOf(waiter));
+      const TimeNs wait = rate > 0 ? static_cast<TimeNs>((ahead + 1) / rate * 1e9) : 0;
+      const TimeNs run = queuedExecution(model, plan);
+      if (t + wait + std::max<TimeNs>(run, 0) > plan.deadline_at) {
+        refusal = admission.deadlineUnattainable(plan.deadline_at - t, wait + run);
+        co_return QueueTurn::kRefused;
+      }
+    }
+    if (queue.isHead(waiter)) co_return QueueTurn::kTurn;
   }
-  if (model->replicas.empty() || unavailable) {
-    co_return co_await sendError(conn, 503,
-                                 unavailable ? "every replica of the model is draining or not ready"
-                                             : "no replica serves this model",
-                                 "server_error", "no_replica", "", request_id, keep_alive);
-  }
-  co_return co_await sendError(conn, 502, "the model's replicas could not be reached",
-                               "server_error", "upstream_unavailable", "", request_id,
-                               keep_alive);
 }
 
 // The client's x-request-id, or a fresh one (kept in the connection) that is also sent upstream.

@@ -18,7 +18,8 @@ namespace switchyard::gateway {
 
 Worker::Impl::Impl(int index_in, const GatewayConfig& config_in,
                    const fleet::FleetRegistry& registry, const tcp::endpoint& listen,
-                   observe::WorkerObserver& observer_in, state::SharedStateBackend& shared_state)
+                   observe::WorkerObserver& observer_in, state::SharedStateBackend& shared_state,
+                   const WorkerDirectory& directory)
     : index(index_in),
       config(config_in),
       io(1),
@@ -33,7 +34,8 @@ Worker::Impl::Impl(int index_in, const GatewayConfig& config_in,
       shared(shared_state.makeClient(io.get_executor())),
       shared_notice(index_in),
       admission(observer_in, *shared, shared_notice, config.shared_state.liveness_ttl),
-      sessions(config.session_affinity, *shared, shared_notice) {
+      sessions(config.session_affinity, *shared, shared_notice),
+      queue(index_in, directory) {
   observer.setExecutor([this](std::function<void()> job) { asio::post(io, std::move(job)); });
 }
 
@@ -185,8 +187,12 @@ asio::awaitable<bool> Worker::Impl::handle(ClientConnection& conn, Request& req)
 
 Worker::Worker(int index, const GatewayConfig& config, const fleet::FleetRegistry& registry,
                const tcp::endpoint& listen, observe::WorkerObserver& observer,
-               state::SharedStateBackend& shared_state)
-    : impl_(std::make_unique<Impl>(index, config, registry, listen, observer, shared_state)) {}
+               state::SharedStateBackend& shared_state, const WorkerDirectory& directory)
+    : impl_(std::make_unique<Impl>(index, config, registry, listen, observer, shared_state,
+                                   directory)) {}
+
+boost::asio::io_context& Worker::context() { return impl_->io; }
+RequestQueue& Worker::queue() { return impl_->queue; }
 
 Worker::~Worker() = default;
 

@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "fleet/fleet_registry.h"
+#include "gateway/request_queue.h"
 #include "gateway/config.h"
 #include "observe/observer.h"
 #include "state/shared_state.h"
@@ -24,9 +25,11 @@ class Worker {
   // `observer` (owned by the control plane, outlives the worker) records this worker's metrics,
   // decisions and spans. `shared_state` gives the worker its own client (in-flight and rate
   // admission across gateways, session pins, async-job owners).
+  // `directory` (owned by the gateway, filled with every worker before any runs) lets a slot freed
+  // here wake a request queued on another worker.
   Worker(int index, const GatewayConfig& config, const fleet::FleetRegistry& registry,
          const boost::asio::ip::tcp::endpoint& listen, observe::WorkerObserver& observer,
-         state::SharedStateBackend& shared_state);
+         state::SharedStateBackend& shared_state, const WorkerDirectory& directory);
   ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
@@ -40,6 +43,9 @@ class Worker {
   void stop();
   // Any thread: requests currently being handled by this worker.
   int64_t inflight() const;
+  // The worker's io_context and queue, for the gateway's WorkerDirectory.
+  boost::asio::io_context& context();
+  RequestQueue& queue();
   // Any thread: this worker's shared-state call counters (for /metrics).
   const state::SharedStateStats& sharedStateStats() const;
 

@@ -35,12 +35,13 @@
 #include "gateway/async_jobs.h"
 #include "gateway/config.h"
 #include "gateway/refusal.h"
+#include "gateway/request_queue.h"
 #include "gateway/session_stage.h"
 #include "gateway/shared_state_notice.h"
 #include "gateway/upstream_pool.h"
 #include "gateway/worker.h"
 #include "http/peer_watch.h"
-#include "routing/decision.h"
+#include "routing/router.h"
 
 namespace switchyard::gateway {
 
@@ -92,6 +93,7 @@ struct ClientConnection {
   std::string aux;   // error bodies
   std::unique_ptr<char[]> piece{new char[kPieceSize]};
   char generated_id[17] = {};
+  std::string client_address;  // the peer's IP: the client, for queue fairness, absent a user
   observe::RequestRecord observed;  // metrics, decision record, spans, access log
   std::string session_pin;  // the replica the request's session is pinned to ("" if none)
   // Async jobs: scan the response for the id of the resource it created.
@@ -111,10 +113,48 @@ struct ForwardTarget {
   ForwardMode mode = ForwardMode::kNormal;
 };
 
+// One proxied request's plan, shared by its routing attempts and its time in the queue.
+struct ProxyPlan {
+  routing::StrategySpec spec;
+  routing::RouteRequest route;
+  std::string_view request_id;
+  bool generated_id = false;
+  bool keep_alive = false;
+  JobPath job;
+  std::string_view session;          // the session header's value ("" none)
+  int64_t prompt_estimate = 0;       // prompt tokens estimated from the body
+  double output_estimate = 0;        // max_tokens, else what the model's requests produce
+  TimeNs arrived = 0;
+  TimeNs deadline_at = -1;           // absolute; -1: none
+  TimeNs predicted = -1;             // the last attempt's predicted execution; -1 unknown
+  // Replicas set aside this round: those that failed this request first (kept across queue
+  // waits), then those lost to an admission race (forgotten after a wait).
+  std::array<int, kMaxAttempts + kMaxAdmissionRaces> tried{};
+  size_t tried_count = 0;
+  size_t failed_count = 0;
+  int attempts = 0;
+  int admission_races = 0;
+};
+
+enum class AttemptOutcome : uint8_t {
+  kAnswered,     // a replica's answer was relayed (or the client left mid-relay: kClosed)
+  kClosed,       // the connection must close
+  kSaturated,    // every replica is at its limit: queue or refuse
+  kUnreachable,  // no replica could be reached (or none exists)
+  kUnavailable,  // every replica is draining or not ready
+  kRefused,      // admission refused (`refusal` says why)
+};
+
+enum class QueueTurn : uint8_t {
+  kTurn,        // at the head of the queue: try routing
+  kRefused,     // its deadline can no longer be met, or it waited too long
+  kClientGone,  // the client left while it waited
+};
+
 struct Worker::Impl {
   Impl(int index_in, const GatewayConfig& config_in, const fleet::FleetRegistry& registry,
        const tcp::endpoint& listen, observe::WorkerObserver& observer_in,
-       state::SharedStateBackend& shared_state);
+       state::SharedStateBackend& shared_state, const WorkerDirectory& directory);
 
   int index;
   const GatewayConfig config;  // a copy: the control thread edits its own on reload
@@ -134,6 +174,7 @@ struct Worker::Impl {
   SharedStateNotice shared_notice;
   AdmissionStage admission;
   SessionStage sessions;
+  RequestQueue queue;
 
   TimeNs now() const { return SteadyClock::instance().now(); }
 
@@ -148,6 +189,19 @@ struct Worker::Impl {
   asio::awaitable<bool> proxy(ClientConnection& conn, Request& req, bool keep_alive, JobPath job);
   asio::awaitable<bool> proxyToOwner(ClientConnection& conn, Request& req, bool keep_alive,
                                      JobPath job);
+  // One round of route -> admit -> forward, failing over while nothing reached the client.
+  asio::awaitable<AttemptOutcome> attempt(ClientConnection& conn, Request& req,
+                                          const fleet::FleetSnapshot& snapshot,
+                                          const fleet::ModelEntry& model, ProxyPlan& plan,
+                                          std::optional<Refusal>& refusal);
+  // Waits in the model's queue until this request is at its head (and a re-check or a freed
+  // slot wakes it), refusing it once it can no longer finish in time or has waited too long.
+  asio::awaitable<QueueTurn> waitTurn(ClientConnection& conn, const fleet::ModelEntry& model,
+                                      const ProxyPlan& plan, RequestQueue::Waiter& waiter,
+                                      std::optional<Refusal>& refusal);
+  void noteAdmission(ClientConnection& conn, const ProxyPlan& plan, TimeNs waited,
+                     const std::optional<Refusal>& refusal);
+  std::string_view clientAddress(ClientConnection& conn);
   std::string_view requestId(ClientConnection& conn, const Request& req);
   const fleet::ModelEntry* defaultJobModel(const fleet::FleetSnapshot& snapshot) const;
 

@@ -68,9 +68,10 @@ std::string requestBody(const LoadSpec& spec, const RequestRecord& shape, Rng& r
   }
   return fmt::format(
       R"({{"model":"{}","messages":[{{"role":"user","content":"{}"}}],"max_tokens":{},)"
-      R"("stream":{}{}}})",
+      R"("stream":{}{}{}}})",
       spec.model, prompt, shape.max_tokens, spec.stream ? "true" : "false",
-      spec.stream ? R"(,"stream_options":{"include_usage":true})" : "");
+      spec.stream ? R"(,"stream_options":{"include_usage":true})" : "",
+      spec.ignore_eos ? R"(,"ignore_eos":true)" : "");
 }
 
 class Runner {
@@ -86,7 +87,7 @@ class Runner {
 
   LoadReport run() {
     start_ = SteadyClock::instance().now();
-    if (spec_.rate > 0) {
+    if (spec_.rate > 0 || !spec_.send_at.empty()) {
       asio::co_spawn(io_, openLoop(), asio::detached);
     } else {
       const int clients = std::max(1, spec_.concurrency);
@@ -106,7 +107,13 @@ class Runner {
     TimeNs next = 0;
     for (size_t i = 0; i < report_.records.size(); ++i) {
       // Exponential inter-arrival gaps: a Poisson process at `rate`.
-      next += static_cast<TimeNs>(-std::log(1.0 - rng_.uniform01()) / spec_.rate * kNsPerSec);
+      if (i < spec_.send_at.size()) {
+        next = spec_.send_at[i];
+      } else if (!spec_.send_at.empty()) {
+        break;
+      } else {
+        next += static_cast<TimeNs>(-std::log(1.0 - rng_.uniform01()) / spec_.rate * kNsPerSec);
+      }
       const TimeNs wait = next - elapsed();
       if (wait > 0) {
         timer_.expires_after(std::chrono::nanoseconds(wait));
@@ -188,6 +195,7 @@ class Runner {
     }
     record.done = elapsed() - record.sent;
     record.output_tokens = std::max<int64_t>(0, scanner.completionTokens());
+    record.prompt_tokens = scanner.promptTokens();
     if (!parser.keep_alive()) stream.reset();
   }
 

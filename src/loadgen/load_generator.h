@@ -48,12 +48,16 @@ struct LoadSpec {
   std::string strategy;  // routing-strategy header; empty: none
   int requests = 100;
   double rate = 0;       // requests/s (open loop); 0: closed loop
+  // Open loop at these send times (ns from the start, ascending) instead of Poisson at `rate`:
+  // lets another driver replay the same arrivals. At most `requests` are used.
+  std::vector<TimeNs> send_at;
   int concurrency = 8;   // closed loop only
   TimeNs ramp = 0;       // closed loop: client k starts at k·ramp/concurrency (no lock-step burst)
   int max_tokens = 32;
   int prompt_words = 16;
   std::vector<RequestClass> mix;  // empty: every request has prompt_words and max_tokens
   bool stream = true;
+  bool ignore_eos = false;  // ask the engine for exactly max_tokens (vLLM/SGLang `ignore_eos`)
   uint64_t seed = 1;
   TimeNs request_timeout = 120 * kNsPerSec;
   TimeNs deadline = 300 * kNsPerSec;  // the whole run
@@ -66,6 +70,7 @@ struct RequestRecord {
   TimeNs first_byte = -1; // first body byte after sending; -1 if none
   TimeNs done = -1;
   int64_t output_tokens = 0;
+  int64_t prompt_tokens = -1;  // from the response's usage; -1 when it had none
   std::string error;
   int request_class = -1;  // index into LoadSpec::mix; -1 without a mix
   int prompt_words = 0;

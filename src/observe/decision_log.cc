@@ -130,6 +130,17 @@ std::string renderDecisionsJson(std::vector<DecisionRecord> records,
       fmt::format_to(std::back_inserter(out), R"("client_cancelled":"{}",)",
                      cancelStageName(static_cast<CancelStage>(r.client_cancelled)));
     }
+    if (r.queued_ms >= 0 || r.deadline_ms >= 0 || r.predicted_ms >= 0 || r.refused != 0xFF) {
+      fmt::format_to(std::back_inserter(out),
+                     R"("admission":{{"queued_ms":{},"deadline_ms":{},"predicted_ms":{},)",
+                     r.queued_ms, r.deadline_ms, r.predicted_ms);
+      if (r.refused != 0xFF) {
+        fmt::format_to(std::back_inserter(out), R"("refused":"{}"}},)",
+                       limitName(static_cast<LimitKind>(r.refused)));
+      } else {
+        out.append(R"("refused":null},)");
+      }
+    }
     out.append(R"("candidates":[)");
     for (size_t j = 0; j < r.row_count; ++j) {
       const DecisionRecord::Row& row = r.rows[j];

@@ -48,6 +48,11 @@ struct DecisionRecord {
   bool relaxed = false;
   bool affinity = false;  // the session's pinned replica was kept, without scoring
   uint8_t client_cancelled = 0;  // CancelStage: the client left before the answer was complete
+  // Admission (docs/admission.md), when a deadline or the queue took part; -1: not applicable.
+  int32_t queued_ms = -1;     // time the request waited in the gateway's queue
+  int32_t deadline_ms = -1;   // deadline left when the request arrived
+  int32_t predicted_ms = -1;  // its predicted execution on the chosen replica
+  uint8_t refused = 0xFF;     // LimitKind that refused it after this decision; 0xFF: none
   char request_id[40] = {};
   char strategy[64] = {};
   std::array<Row, kMaxRows> rows;

@@ -58,6 +58,12 @@ std::string_view limitName(LimitKind kind) {
       return "gateway_inflight";
     case LimitKind::kTokenRate:
       return "token_rate";
+    case LimitKind::kDeadline:
+      return "deadline_unattainable";
+    case LimitKind::kQueueFull:
+      return "queue_full";
+    case LimitKind::kQueueTimeout:
+      return "queue_timeout";
     case LimitKind::kOther:
     case LimitKind::kCount:
       break;
@@ -282,6 +288,22 @@ std::string MetricsRegistry::render(const fleet::FleetSnapshot& snapshot, TimeNs
     appendHistogram(out, "switchyard_routing_decision_seconds", {{"model", model_names[slot]}},
                     parts);
   }
+  appendHeader(out, "switchyard_demand_requests_total", "counter",
+               "Requests that asked for the model, whether admitted, queued or refused: the "
+               "demand an autoscaler should see, which the queue would otherwise hide.");
+  for (uint32_t slot = 0; slot < model_names.size(); ++slot) {
+    uint64_t sum = 0;
+    for (const ModelBlock* b : modelParts(slot)) sum += b->demand.get();
+    appendSample(out, "switchyard_demand_requests_total", {{"model", model_names[slot]}},
+                 static_cast<double>(sum));
+  }
+  appendHeader(out, "switchyard_queue_wait_seconds", "histogram",
+               "Time requests spent in the gateway's queue (admitted, refused or left), by model.");
+  for (uint32_t slot = 0; slot < model_names.size(); ++slot) {
+    std::vector<const LatencyHistogram*> parts;
+    for (const ModelBlock* b : modelParts(slot)) parts.push_back(&b->queue_wait);
+    appendHistogram(out, "switchyard_queue_wait_seconds", {{"model", model_names[slot]}}, parts);
+  }
   appendHeader(out, "switchyard_replica_selections_total", "counter",
                "Routing decisions that chose the replica.");
   for (uint32_t slot = 0; slot < replica_names.size(); ++slot) {
@@ -502,6 +524,13 @@ std::string MetricsRegistry::render(const fleet::FleetSnapshot& snapshot, TimeNs
     if (!model.runtime) continue;  // snapshots built outside the registry have none
     appendSample(out, "switchyard_model_routable_replicas", {{"model", model.name}},
                  model.runtime->routable_replicas.load(std::memory_order_relaxed));
+  }
+  appendHeader(out, "switchyard_queue_depth", "gauge",
+               "Requests waiting in this gateway's queue for the model.");
+  for (const fleet::ModelEntry& model : snapshot.models) {
+    if (!model.runtime) continue;
+    appendSample(out, "switchyard_queue_depth", {{"model", model.name}},
+                 model.runtime->queued.load(std::memory_order_relaxed));
   }
   appendHeader(out, "switchyard_model_rate_limit_rps", "gauge",
                "The model-wide request rate limit now in force (0: unlimited).");

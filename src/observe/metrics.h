@@ -35,6 +35,9 @@ enum class LimitKind : uint8_t {
   kGatewayInflight,     // the gateway's own in-flight limit
   kTokenRate,           // token budget
   kOther,
+  kDeadline,            // the request cannot start and finish within its deadline
+  kQueueFull,           // the gateway's queue for the model (or this client's part) is full
+  kQueueTimeout,        // waited in the queue for max_wait without a slot
   kCount,
 };
 std::string_view limitName(LimitKind kind);
@@ -142,6 +145,8 @@ struct ModelBlock {
   std::array<std::array<Counter, kStatusClasses>, kStrategySlots> unrouted;  // replica=""
   RoutingHistogram routing{kRoutingBoundsNs};
   Counter failovers;  // another replica was tried after one failed before responding
+  Counter demand;     // requests that asked for the model: admitted, queued or refused
+  LatencyHistogram queue_wait{kLatencyBoundsNs};  // time spent in the gateway's queue
   std::array<Counter, static_cast<size_t>(CancelStage::kCount)> client_cancelled;
 };
 

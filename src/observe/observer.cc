@@ -2,7 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cstring>
 #include <future>
 
@@ -84,6 +86,7 @@ void WorkerObserver::onModel(RequestRecord& r, const fleet::FleetSnapshot& snaps
   r.model_index = static_cast<size_t>(&model - snapshot.models.data());
   r.strategy = strategy;
   r.strategy_slot = metrics_.strategySlot(strategy);
+  r.load = load_.block(metrics_.modelSlot(r.model_index));
 }
 
 void WorkerObserver::onDecision(RequestRecord& r, const routing::Decision& decision,
@@ -182,6 +185,27 @@ void WorkerObserver::onComplete(RequestRecord& r, TimeNs first_byte_at, int64_t 
   r.output_tokens = output_tokens;
 }
 
+void WorkerObserver::countDemand(RequestRecord& r) {
+  if (r.model != nullptr) metrics_.model(r.model_index).demand.add();
+}
+
+void WorkerObserver::onQueueWait(RequestRecord& r, TimeNs waited) {
+  if (r.model != nullptr) metrics_.model(r.model_index).queue_wait.observe(waited);
+}
+
+void WorkerObserver::onAdmission(RequestRecord& r, const AdmissionNote& note) {
+  DecisionRecord* record = ring_.find(r.decision_sequence);
+  if (record == nullptr) return;
+  const auto ms = [](TimeNs ns) {
+    return ns < 0 ? -1 : static_cast<int32_t>(std::min<TimeNs>(ns / kNsPerMs, INT32_MAX));
+  };
+  record->queued_ms = ms(note.queued);
+  record->deadline_ms = ms(note.deadline);
+  record->predicted_ms = ms(note.predicted);
+  record->refused =
+      note.refused == LimitKind::kCount ? 0xFF : static_cast<uint8_t>(note.refused);
+}
+
 void WorkerObserver::onClientCancelled(RequestRecord& r, CancelStage stage) {
   if (r.cancelled != CancelStage::kNone) return;
   r.cancelled = stage;
@@ -222,6 +246,15 @@ void WorkerObserver::end(RequestRecord& r, TimeNs now) {
       const TimeNs ttft = r.first_byte_at - r.upstream_started;
       replica->ttft.observe(ttft);
       if (r.output_tokens > 1) replica->tpot.observe((e2e - ttft) / (r.output_tokens - 1));
+    }
+  }
+  if (r.load != nullptr) {  // request monitoring: one relaxed increment
+    if (r.status == 429) {
+      r.load->rejected.fetch_add(1, std::memory_order_relaxed);
+    } else if (completed && r.upstream_status == 200) {
+      r.load->completed(r.input_tokens, r.output_tokens);
+    } else if (r.status >= 500 || r.status == 0) {
+      r.load->failed.fetch_add(1, std::memory_order_relaxed);
     }
   }
   if (r.sampled) {
@@ -316,6 +349,12 @@ void Observability::startExporter(boost::asio::io_context& io) {
 
 void Observability::stopExporter() {
   if (exporter_) exporter_->stop();
+}
+
+LoadTotals Observability::loadTotals(uint32_t model_slot) const {
+  LoadTotals totals;
+  for (const auto& w : workers_) w->loadRecorder().addTo(model_slot, totals);
+  return totals;
 }
 
 ExporterStats Observability::exporterStats() const {

@@ -22,6 +22,7 @@
 #include "core/rng.h"
 #include "fleet/fleet_snapshot.h"
 #include "observe/decision_log.h"
+#include "observe/load_recorder.h"
 #include "observe/metrics.h"
 #include "observe/observe_config.h"
 #include "observe/trace.h"
@@ -69,10 +70,19 @@ struct RequestRecord {
   bool upstream_failed = false;
   int64_t input_tokens = -1;
   int64_t output_tokens = -1;
+  LoadBlock* load = nullptr;  // request monitoring: the model's shape counters (onModel)
   std::string explain_header;  // reused per connection
 };
 
 class Observability;
+
+// How admission treated a request (docs/admission.md), for its decision record.
+struct AdmissionNote {
+  TimeNs queued = -1;     // time spent in the gateway's queue; -1: never queued
+  TimeNs deadline = -1;   // deadline left at arrival; -1: none
+  TimeNs predicted = -1;  // predicted execution on the chosen replica; -1: unknown
+  LimitKind refused = LimitKind::kCount;  // kCount: not refused
+};
 
 class WorkerObserver {
  public:
@@ -95,6 +105,12 @@ class WorkerObserver {
   void onUpstreamError(RequestRecord& r, UpstreamErrorKind kind);
   void onComplete(RequestRecord& r, TimeNs first_byte_at, int64_t input_tokens,
                   int64_t output_tokens, TimeNs now);
+  // The request asked for its model (after onModel): counted as demand, whatever follows.
+  void countDemand(RequestRecord& r);
+  // It left the gateway's queue after `waited` (admitted, refused or its client left).
+  void onQueueWait(RequestRecord& r, TimeNs waited);
+  // What admission decided, on the request's last decision record.
+  void onAdmission(RequestRecord& r, const AdmissionNote& note);
   // The client went away at `stage`: counted, and marked on the request's decision record,
   // span and access-log line.
   void onClientCancelled(RequestRecord& r, CancelStage stage);
@@ -106,6 +122,8 @@ class WorkerObserver {
   void countExclusion(RequestRecord& r, size_t replica_index, routing::Exclusion reason);
 
   WorkerMetrics& metrics() { return metrics_; }
+  const LoadRecorder& loadRecorder() const { return load_; }
+  LoadRecorder& loadRecorder() { return load_; }
   // Owner thread only.
   const DecisionRing& decisions() const { return ring_; }
   SpanQueue& spans() { return spans_; }
@@ -121,6 +139,7 @@ class WorkerObserver {
   Observability& hub_;
   const size_t index_;
   WorkerMetrics& metrics_;
+  LoadRecorder load_;
   DecisionRing ring_;
   SpanQueue spans_;
   Rng rng_;
@@ -169,6 +188,8 @@ class Observability {
   void startExporter(boost::asio::io_context& io);
   void stopExporter();
   ExporterStats exporterStats() const;
+  // Any thread: request-shape counters of model `model_slot` summed over the workers.
+  LoadTotals loadTotals(uint32_t model_slot) const;
 
   // Control thread: the newest `limit` decisions of all workers, as /debug/decisions JSON. Each
   // worker copies its own ring on its own thread; a worker that does not answer within

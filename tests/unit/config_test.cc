@@ -246,5 +246,42 @@ TEST(SharedStateConfigTest, EnvironmentNamesOverrideTheFile) {
   EXPECT_EQ(config.shared_state.settings.backend, state::SharedStateSettings::Backend::kRedis);
 }
 
+TEST(AdmissionConfigTest, GlobalDefaultsAndPerModelOverrides) {
+  const GatewayConfig config = parseConfig(R"(
+admission: { queue: deadline, max_queued: 100, max_queued_per_client: 10, max_wait_ms: 5000,
+             recheck_ms: 20, default_deadline_ms: 30000 }
+models:
+  - name: a
+    replicas: [127.0.0.1:9001]
+  - name: b
+    admission: { queue: fifo, max_wait_ms: 1000 }
+    replicas: [127.0.0.1:9002]
+)");
+  ASSERT_EQ(config.models.size(), 2u);
+  const fleet::AdmissionParams& a = config.models[0].admission;
+  EXPECT_EQ(a.queue, fleet::QueueMode::kDeadline);
+  EXPECT_EQ(a.max_queued, 100u);
+  EXPECT_EQ(a.max_queued_per_client, 10u);
+  EXPECT_EQ(a.max_wait, 5 * kNsPerSec);
+  EXPECT_EQ(a.recheck, 20 * kNsPerMs);
+  EXPECT_EQ(a.default_deadline, 30 * kNsPerSec);
+  const fleet::AdmissionParams& b = config.models[1].admission;
+  EXPECT_EQ(b.queue, fleet::QueueMode::kFifo);
+  EXPECT_EQ(b.max_wait, kNsPerSec);
+  EXPECT_EQ(b.max_queued, 100u);  // the rest from the global values
+  EXPECT_EQ(parseConfig("models: []\n").admission.queue, fleet::QueueMode::kOff);
+}
+
+TEST(AdmissionConfigTest, RejectsWhatCannotWork) {
+  EXPECT_THROW(parseConfig("admission: { queue: lifo }\n"), ConfigError);
+  EXPECT_THROW(parseConfig("admission: { max_queued: 0 }\n"), ConfigError);
+  EXPECT_THROW(parseConfig("admission: { max_queued: 10, max_queued_per_client: 20 }\n"),
+               ConfigError);
+  EXPECT_THROW(parseConfig("admission: { max_wait_ms: -5 }\n"), ConfigError);
+  EXPECT_THROW(parseConfig("admission: { colour: red }\n"), ConfigError);
+  EXPECT_THROW(parseConfig("admission: fifo\n"), ConfigError);
+  EXPECT_THROW(parseConfig("workers: 65\n"), ConfigError);
+}
+
 }  // namespace
 }  // namespace switchyard::gateway

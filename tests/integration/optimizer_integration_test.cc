@@ -1,0 +1,453 @@
+// The optimizer end to end on loopback: a measured profile of the emulator against
+// `gen-profile --emulated`, `optimize --once`, the optimize service's endpoints and reloads, and
+// gateways + emulated engines + `optimize` following a load that shifts from chat to long
+// prompts.
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <cmath>
+#include <fstream>
+#include <thread>
+
+#include "gateway_harness.h"
+#include "loadgen/load_generator.h"
+#include "observe/load_interval.h"
+#include "observe/load_shape.h"
+#include "profile/profile_json.h"
+#include "state/redis/blocking_redis.h"
+#include "support/redis_server.h"
+
+namespace switchyard::testing {
+namespace {
+
+// Runs a switchyard command to completion; its stdout lines joined, nullopt when it failed.
+std::optional<std::string> runCommand(std::vector<std::string> args,
+                                      std::chrono::seconds timeout = 120s) {
+  auto child = spawnSwitchyard(std::move(args));
+  const auto code = child->waitExit(deadlineIn(timeout));
+  if (code != std::optional<int>(0)) return std::nullopt;
+  std::string out;
+  for (const std::string& line : child->stdoutLines()) out += line + "\n";
+  return out;
+}
+
+int runStatus(std::vector<std::string> args, std::chrono::seconds timeout = 60s) {
+  auto child = spawnSwitchyard(std::move(args));
+  return child->waitExit(deadlineIn(timeout)).value_or(-1);
+}
+
+std::string tempPath(std::string_view name) {
+  return "/tmp/switchyard-opt-" + std::to_string(::getpid()) + "-" + std::string(name);
+}
+
+struct RemoveOnExit {
+  std::vector<std::string> paths;
+  ~RemoveOnExit() {
+    for (const auto& p : paths) std::remove(p.c_str());
+  }
+};
+
+profile::GpuProfile readProfile(const std::string& path) {
+  std::string error;
+  const auto text = profile::readTextFile(path, &error);
+  EXPECT_TRUE(text) << error;
+  auto parsed = profile::parseProfileJson(text.value_or(""));
+  EXPECT_TRUE(parsed.profile) << parsed.error;
+  return parsed.profile.value_or(profile::GpuProfile{});
+}
+
+// How late a 2 ms timer fires on this host right now, seconds (mean of 50). The HTTP emulator
+// runs every engine step on a timer, so a busy host stretches each step by about this much.
+double timerLateness() {
+  double late = 0;
+  for (int i = 0; i < 50; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    std::this_thread::sleep_for(2ms);  // measuring the timer itself, not waiting for anything
+    late += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() - 0.002;
+  }
+  return std::max(0.0, late / 50);
+}
+
+bool within(double measured, double emulated, double fraction, double absolute = 0) {
+  return std::fabs(measured - emulated) <= fraction * std::fabs(emulated) + absolute;
+}
+
+// `switchyard profile` against the HTTP emulator and `gen-profile --emulated` on the same grid,
+// rates and (seeded) arrivals agree within 10 % per measured step. On top of the 10 %: 5 ms of
+// TTFT for the HTTP path, and the host's timer lateness per engine step (measured before and
+// after), which the engine model does not have — on an idle host it is a few microseconds.
+TEST(OptimizerIntegrationTest, EmulatedProfileMatchesAMeasuredProfileOfTheEmulator) {
+  const double late_before = timerLateness();
+  auto engine = startEngine("A10");
+  RemoveOnExit files{{tempPath("raw.json"), tempPath("measured.json"), tempPath("emulated.json")}};
+  const std::vector<std::string> sweep = {"--rates",        "2,4,6", "--step-seconds", "6",
+                                          "--min-requests", "16",    "--max-requests", "40"};
+  std::vector<std::string> measure = {
+      "profile",      "--endpoint", "http://127.0.0.1:" + std::to_string(engine->port()),
+      "--model",      "llama2-7b",  "-o",
+      files.paths[0], "--cells",    "128x16,256x32",
+      "--no-progress"};
+  measure.insert(measure.end(), sweep.begin(), sweep.end());
+  ASSERT_TRUE(runCommand(measure, 240s));
+  ASSERT_TRUE(runCommand({"gen-profile", files.paths[0], "--deployment", "a10", "--gpu", "A10",
+                          "--slo", "tpot=50ms", "--percentile", "99", "-o", files.paths[1]}));
+  std::vector<std::string> emulate = {"gen-profile", "--emulated",   "A10",         "--model",
+                                      "llama2-7b",   "--deployment", "a10",         "--prompts",
+                                      "128,256",     "--outputs",    "16,32",       "--slo",
+                                      "tpot=50ms",   "-o",           files.paths[2]};
+  emulate.insert(emulate.end(), sweep.begin(), sweep.end());
+  ASSERT_TRUE(runCommand(emulate));
+  const double late = std::max(late_before, timerLateness());
+  ::testing::Test::RecordProperty("timer_lateness_us", static_cast<int>(late * 1e6));
+  const profile::GpuProfile measured = readProfile(files.paths[1]);
+  const profile::GpuProfile emulated = readProfile(files.paths[2]);
+  int compared = 0;
+  for (auto [prompt, output] : {std::pair{128, 16}, std::pair{256, 32}}) {
+    const size_t o = output == 16 ? 0 : 1;
+    const size_t i = prompt == 128 ? 0 : 1;
+    ASSERT_LT(o, measured.steps.size());
+    const auto& m = measured.steps[o][i];
+    const auto& e = emulated.steps[o][i];
+    ASSERT_EQ(m.size(), 3u) << prompt << "x" << output;
+    ASSERT_EQ(e.size(), 3u);
+    for (size_t s = 0; s < 3; ++s) {
+      SCOPED_TRACE(::testing::Message()
+                   << prompt << "x" << output << " at " << m[s].offered_rps << " req/s");
+      EXPECT_TRUE(within(m[s].tpot.mean, e[s].tpot.mean, 0.10, late))
+          << m[s].tpot.mean << " vs " << e[s].tpot.mean;
+      EXPECT_TRUE(within(m[s].e2e.mean, e[s].e2e.mean, 0.10, late * (output + 2)))
+          << m[s].e2e.mean << " vs " << e[s].e2e.mean;
+      EXPECT_TRUE(within(m[s].ttft.mean, e[s].ttft.mean, 0.10, 0.005 + 2 * late))
+          << m[s].ttft.mean << " vs " << e[s].ttft.mean;
+      ++compared;
+    }
+  }
+  for (auto [prompt, output] : {std::pair{128, 16}, std::pair{256, 32}}) {
+    EXPECT_TRUE(within(measured.maxRate(prompt, output), emulated.maxRate(prompt, output), 0.10))
+        << prompt << "x" << output;
+  }
+  EXPECT_EQ(compared, 6);
+}
+
+// Profiles for the two GPU types of the product page's experiment, from the engine model.
+struct Profiles {
+  RemoveOnExit files{{tempPath("a10.json"), tempPath("l20.json")}};
+  Profiles() {
+    for (auto [gpu, path, cost] :
+         {std::tuple{"A10", files.paths[0], "1.006"}, std::tuple{"L20", files.paths[1], "1.861"}}) {
+      EXPECT_TRUE(runCommand({"gen-profile", "--emulated", gpu, "--model", "llama2-7b",
+                              "--deployment", std::string("llama2-7b-") + gpu, "--cost", cost,
+                              "--prompts", "64,256,1024,4096", "--outputs", "16,64,256", "--slo",
+                              "tpot=100ms", "--max-requests", "120", "-o", path}));
+    }
+  }
+  const std::string& a10() const { return files.paths[0]; }
+  const std::string& l20() const { return files.paths[1]; }
+};
+
+TEST(OptimizerIntegrationTest, OnceSolvesAndPrintsTheAnswer) {
+  Profiles profiles;
+  TempFile load(R"({"model":"llama2-7b","cells":[
+      {"prompt_tokens":200,"output_tokens":150,"rps":6},
+      {"prompt_tokens":1000,"output_tokens":200,"rps":0.5}]})",
+                ".json");
+  const auto out =
+      runCommand({"optimize", "--once", "--profile", profiles.a10(), "--profile", profiles.l20(),
+                  "--load", load.path(), "--slice-factor", "4", "--headroom", "0.1"});
+  ASSERT_TRUE(out);
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  ASSERT_EQ(parser.parse(*out).get(root), simdjson::SUCCESS) << *out;
+  EXPECT_TRUE(root["feasible"].get_bool().value()) << *out;
+  EXPECT_GT(root["cost"].get_double().value(), 0);
+  EXPECT_GE(root["solve_ms"].get_double().value(), 0);
+  const int64_t a10 = root["replicas"]["llama2-7b-A10"].get_int64().value();
+  const int64_t l20 = root["replicas"]["llama2-7b-L20"].get_int64().value();
+  EXPECT_GT(a10 + l20, 0) << *out;
+  EXPECT_NEAR(root["cost"].get_double().value(), a10 * 1.006 + l20 * 1.861, 1e-6);
+
+  // Bad inputs: clear errors, exit 2, no crash.
+  TempFile bad_load(R"({"cells":[{"prompt_tokens":0}]})", ".json");
+  EXPECT_EQ(
+      runStatus({"optimize", "--once", "--profile", profiles.a10(), "--load", bad_load.path()}), 2);
+  TempFile bad_profile("{\"gpu\":\"x\"}", ".json");
+  EXPECT_EQ(
+      runStatus({"optimize", "--once", "--profile", bad_profile.path(), "--load", load.path()}), 2);
+  EXPECT_EQ(
+      runStatus({"optimize", "--once", "--profile", "/nonexistent.json", "--load", load.path()}),
+      2);
+}
+
+std::string serviceConfig(const Profiles& profiles, const std::string& load_file,
+                          const std::string& l20_profile, std::string_view extra = "") {
+  return "listen: 127.0.0.1:0\ninterval: 0.2\nwindow: 10\nslo: tpot=100ms\n"
+         "scale_down_cooldown: 0\n" +
+         std::string(extra) + "load:\n  source: file\n  file: " + load_file +
+         "\ndeployments:\n"
+         "  - {namespace: default, name: llama2-7b-A10, model: llama2-7b, gpu: A10, profile: " +
+         profiles.a10() +
+         ", min_replicas: 1, max_replicas: 8}\n"
+         "  - {namespace: default, name: llama2-7b-L20, model: llama2-7b, gpu: L20, profile: " +
+         l20_profile + ", max_replicas: 8}\n";
+}
+
+int replicasIn(const std::string& metrics) {
+  const std::string key = "vllm:deployment_replicas{model_name=\"llama2-7b\"} ";
+  const size_t at = metrics.find(key);
+  return at == std::string::npos ? -1 : std::atoi(metrics.c_str() + at + key.size());
+}
+
+TEST(OptimizerIntegrationTest, ServiceServesTheAutoscalerContractAndKeepsTheLastGoodConfig) {
+  Profiles profiles;
+  const std::string load_path = tempPath("load.json");
+  const std::string config_path = tempPath("optimize.yaml");
+  RemoveOnExit cleanup{{load_path, config_path}};
+  std::ofstream(load_path)
+      << R"({"model":"llama2-7b","cells":[{"prompt_tokens":200,"output_tokens":100,"rps":0}]})";
+  std::ofstream(config_path) << serviceConfig(profiles, load_path, profiles.l20());
+  Process service({"optimize", "--config", config_path});
+  const uint16_t port = service.port();
+  ASSERT_NE(port, 0);
+
+  // No load: min_replicas, in hundredths of a replica.
+  HttpResult r = httpRequest(port, "GET", "/metrics/default/llama2-7b-A10");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_NE(r.body.find("# TYPE vllm:deployment_replicas gauge"), std::string::npos) << r.body;
+  EXPECT_EQ(replicasIn(r.body), 100) << r.body;
+  EXPECT_EQ(replicasIn(httpRequest(port, "GET", "/metrics/default/llama2-7b-L20").body), 0);
+  EXPECT_EQ(httpRequest(port, "GET", "/metrics/default/nope").status, 404);
+  EXPECT_EQ(httpRequest(port, "GET", "/metrics/other/llama2-7b-A10").status, 404);
+
+  // Load arrives: the answer grows within a few intervals.
+  std::ofstream(load_path)
+      << R"({"model":"llama2-7b","cells":[{"prompt_tokens":200,"output_tokens":100,"rps":40}]})";
+  ASSERT_TRUE(waitUntil(
+      [&] {
+        const int a = replicasIn(httpRequest(port, "GET", "/metrics/default/llama2-7b-A10").body);
+        const int l = replicasIn(httpRequest(port, "GET", "/metrics/default/llama2-7b-L20").body);
+        return a + l > 100;
+      },
+      10s));
+
+  // A manual override, then its reset.
+  r = httpRequest(port, "PUT", "/scale/default/llama2-7b-L20", R"({"replicas": 5})", kJson);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(replicasIn(httpRequest(port, "GET", "/metrics/default/llama2-7b-L20").body), 500);
+  EXPECT_EQ(httpRequest(port, "PUT", "/scale/default/llama2-7b-L20", "{\"replicas\":\"x\"}", kJson)
+                .status,
+            400);
+  EXPECT_EQ(httpRequest(port, "PUT", "/scale/default/nope", R"({"replicas": 1})", kJson).status,
+            404);
+  r = httpRequest(port, "PUT", "/scale/default/llama2-7b-L20", R"({"replicas": -1})", kJson);
+  ASSERT_EQ(r.status, 200);
+  EXPECT_NE(replicasIn(httpRequest(port, "GET", "/metrics/default/llama2-7b-L20").body), 500);
+
+  // Debug view, own metrics and dashboard.
+  r = httpRequest(port, "GET", "/debug/optimizer");
+  ASSERT_EQ(r.status, 200);
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  ASSERT_EQ(parser.parse(r.body).get(root), simdjson::SUCCESS) << r.body;
+  auto model = root["models"].at(0);
+  EXPECT_EQ(std::string_view(model["model"].get_string().value()), "llama2-7b");
+  EXPECT_TRUE(model["feasible"].get_bool().value());
+  EXPECT_EQ(model["deployments"].get_array().size(), 2u);
+  EXPECT_GE(model["load"]["cells"].get_array().size(), 1u);
+  r = httpRequest(port, "GET", "/metrics");
+  EXPECT_NE(r.body.find("switchyard_optimizer_solve_seconds{model=\"llama2-7b\"}"),
+            std::string::npos);
+  EXPECT_NE(r.body.find("switchyard_optimizer_infeasible_intervals_total"), std::string::npos);
+  EXPECT_NE(r.body.find("switchyard_optimizer_cost{model=\"llama2-7b\"}"), std::string::npos);
+  EXPECT_EQ(httpRequest(port, "GET", "/dashboard").status, 200);
+
+  // A bad reload (a missing profile) is reported and the last good answer stays.
+  const int before = replicasIn(httpRequest(port, "GET", "/metrics/default/llama2-7b-A10").body);
+  std::ofstream(config_path) << serviceConfig(profiles, load_path, "/nonexistent/l20.json");
+  ASSERT_TRUE(waitUntil(
+      [&] {
+        return httpRequest(port, "GET", "/debug/optimizer").body.find("nonexistent") !=
+               std::string::npos;
+      },
+      10s));
+  EXPECT_EQ(replicasIn(httpRequest(port, "GET", "/metrics/default/llama2-7b-A10").body), before);
+  EXPECT_NE(
+      httpRequest(port, "GET", "/metrics").body.find("switchyard_optimizer_config_errors_total 1"),
+      std::string::npos);
+
+  // Load beyond what max_replicas allows: the maximum, flagged infeasible.
+  std::ofstream(load_path)
+      << R"({"model":"llama2-7b","cells":[{"prompt_tokens":200,"output_tokens":100,"rps":500}]})";
+  ASSERT_TRUE(waitUntil(
+      [&] {
+        return httpRequest(port, "GET", "/metrics")
+                   .body.find("switchyard_optimizer_feasible{model=\"llama2-7b\"} 0") !=
+               std::string::npos;
+      },
+      10s));
+  EXPECT_EQ(replicasIn(httpRequest(port, "GET", "/metrics/default/llama2-7b-A10").body), 800);
+}
+
+TEST(OptimizerIntegrationTest, ServiceRefusesABadConfigAtStart) {
+  Profiles profiles;
+  const std::string load_path = tempPath("load2.json");
+  RemoveOnExit cleanup{{load_path}};
+  std::ofstream(load_path) << R"({"cells":[]})";
+  // A profile made for another SLO than the optimizer's.
+  TempFile other_slo(serviceConfig(profiles, load_path, profiles.l20(), "percentile: 50\n"),
+                     ".yaml");
+  EXPECT_EQ(runStatus({"optimize", "--config", other_slo.path()}), 2);
+  TempFile missing(serviceConfig(profiles, load_path, "/nonexistent.json"), ".yaml");
+  EXPECT_EQ(runStatus({"optimize", "--config", missing.path()}), 2);
+  TempFile unknown_key("listen: 127.0.0.1:0\nbogus: 1\n", ".yaml");
+  EXPECT_EQ(runStatus({"optimize", "--config", unknown_key.path()}), 2);
+}
+
+// The service reads the load from Redis: every gateway's interval in Switchyard's layout summed,
+// or AIBrix's request traces.
+TEST(OptimizerIntegrationTest, ServiceReadsTheLoadFromRedisInBothLayouts) {
+  Profiles profiles;
+  RedisServer redis_server;
+  state::redis::BlockingRedis redis;
+  std::string error;
+  ASSERT_TRUE(
+      redis.connect(*state::redis::RedisUrl::parse("redis://" + redis_server.address(), &error)));
+  const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  const int64_t start = now - now % 10 - 10;  // the last closed 10 s interval
+  observe::LoadInterval interval;
+  interval.model = "llama2-7b";
+  interval.start = start;
+  interval.interval_s = 10;
+  interval.cells.push_back({observe::tokenBucket(200, observe::kPromptBuckets),
+                            observe::tokenBucket(100, observe::kOutputBuckets), 100});
+  interval.completed = 100;
+  for (const char* gateway : {"gw-a", "gw-b"}) {
+    interval.gateway = gateway;
+    ASSERT_TRUE(redis.command({"HSET", observe::switchyardLoadKey("sy", "llama2-7b", start),
+                               gateway, observe::loadIntervalJson(interval)}));
+  }
+  // The same shape as AIBrix's gateway writes it, for a second model-less check of the layout.
+  ASSERT_TRUE(redis.command(
+      {"SET", observe::aibrixTraceKey("llama2-7b", start), observe::aibrixTraceJson(interval)}));
+  for (const char* layout : {"switchyard", "aibrix"}) {
+    SCOPED_TRACE(layout);
+    TempFile config(
+        "listen: 127.0.0.1:0\ninterval: 0.2\nwindow: 30\nslo: tpot=100ms\n"
+        "load: {source: redis, redis: 'redis://" +
+            redis_server.address() + "', layout: " + layout +
+            "}\n"
+            "deployments:\n"
+            "  - {name: llama2-7b-A10, model: llama2-7b, profile: " +
+            profiles.a10() +
+            "}\n"
+            "  - {name: llama2-7b-L20, model: llama2-7b, profile: " +
+            profiles.l20() + "}\n",
+        ".yaml");
+    Process service({"optimize", "--config", config.path()});
+    double rps = 0;
+    ASSERT_TRUE(waitUntil(
+        [&] {
+          simdjson::dom::parser parser;
+          simdjson::dom::element root;
+          const HttpResult r = httpRequest(service.port(), "GET", "/debug/optimizer");
+          if (parser.parse(r.body).get(root) != simdjson::SUCCESS) return false;
+          if (root["models"].at(0)["load"]["current_rps"].get_double().get(rps)) return false;
+          return rps > 0;
+        },
+        10s));
+    // Switchyard's layout: both gateways' 100 requests over 10 s; AIBrix's: the one trace.
+    EXPECT_NEAR(rps, std::string_view(layout) == "switchyard" ? 20.0 : 10.0, 1e-9);
+  }
+}
+
+// Gateways + emulated engines + the optimize service reading the gateways' request monitoring:
+// chat first, then long prompts; the recommended mix follows within two intervals.
+TEST(OptimizerIntegrationTest, TheMixFollowsALoadShiftFromChatToLongPrompts) {
+  Profiles profiles;
+  auto a10 = startEngine("A10");
+  auto l20 = startEngine("L20");
+  const std::string gateway_config =
+      "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nworkers: 1\n"
+      "routing:\n  default_strategy: load-balance\n"
+      "load_monitor:\n  interval: 1\n  retention: 60\n"
+      "models:\n  - name: llama2-7b\n    replicas:\n" +
+      replicaLine(a10->port(), "A10") + replicaLine(l20->port(), "L20");
+  TempFile gw_file(gateway_config, ".yaml");
+  Process gw1({"gateway", "--config", gw_file.path()});
+  Process gw2({"gateway", "--config", gw_file.path()});
+  const std::string config_path = tempPath("follow.yaml");
+  RemoveOnExit cleanup{{config_path}};
+  std::ofstream(config_path) << "listen: 127.0.0.1:0\ninterval: 1\nwindow: 3\nslo: tpot=100ms\n"
+                                "scale_down_cooldown: 0\nhysteresis: 0\n"
+                                "load:\n  source: gateways\n  gateways: [http://127.0.0.1:"
+                             << gw1.port(1) << ", http://127.0.0.1:" << gw2.port(1) << "]\n"
+                             << "deployments:\n"
+                                "  - {name: llama2-7b-A10, model: llama2-7b, gpu: A10, profile: "
+                             << profiles.a10()
+                             << "}\n  - {name: llama2-7b-L20, model: llama2-7b, gpu: L20, profile: "
+                             << profiles.l20() << "}\n";
+  Process optimizer({"optimize", "--config", config_path});
+
+  auto mix = [&] {
+    simdjson::dom::parser parser;
+    simdjson::dom::element root;
+    const HttpResult r = httpRequest(optimizer.port(), "GET", "/debug/optimizer");
+    std::tuple<int, int, double, int64_t> out{-1, -1, 0, 0};  // A10, L20, longest prompt, solves
+    if (parser.parse(r.body).get(root) != simdjson::SUCCESS) return out;
+    auto model = root["models"].at(0);
+    for (auto d : model["deployments"].get_array()) {
+      const int n = static_cast<int>(d["replicas"].get_int64().value());
+      (std::string_view(d["name"].get_string().value()).ends_with("A10") ? std::get<0>(out)
+                                                                         : std::get<1>(out)) = n;
+    }
+    for (auto c : model["load"]["cells"].get_array()) {
+      std::get<2>(out) = std::max(std::get<2>(out), c["prompt_tokens"].get_double().value());
+    }
+    std::get<3>(out) = model["solves"].get_int64().value();
+    return out;
+  };
+  auto drive = [&](uint16_t port, const char* mix_text, double rate, int requests) {
+    loadgen::LoadSpec spec;
+    spec.port = port;
+    spec.model = "llama2-7b";
+    spec.rate = rate;
+    spec.requests = requests;
+    spec.mix = *loadgen::parseMix(mix_text);
+    spec.deadline = 60 * kNsPerSec;
+    return loadgen::runLoad(spec);
+  };
+
+  // Chat through both gateways.
+  std::thread chat_b([&] { drive(gw2.port(), "chat:1:20-120:32-64", 2, 12); });
+  drive(gw1.port(), "chat:1:20-120:32-64", 2, 12);
+  chat_b.join();
+  ASSERT_TRUE(waitUntil([&] { return std::get<0>(mix()) + std::get<1>(mix()) > 0; }, 10s));
+  const auto chat_mix = mix();
+  EXPECT_LT(std::get<2>(chat_mix), 1000) << "only chat shapes so far";
+
+  // Long prompts only, after the chat has left the window.
+  ASSERT_TRUE(waitUntil([&] { return std::get<2>(mix()) == 0; }, 15s))
+      << "the 3 s window should forget the chat";
+  std::thread code_b([&] { drive(gw2.port(), "code:1:2300-2800:32-64", 1, 5); });
+  drive(gw1.port(), "code:1:2300-2800:32-64", 1, 5);
+  code_b.join();
+  int64_t seen_at = -1;
+  bool followed = false;
+  const auto deadline = deadlineIn(20s);
+  while (std::chrono::steady_clock::now() < deadline && !followed) {
+    const auto now = mix();
+    if (seen_at < 0 && std::get<2>(now) > 2000) seen_at = std::get<3>(now);
+    if (seen_at >= 0) {
+      followed =
+          (std::get<0>(now) != std::get<0>(chat_mix) || std::get<1>(now) != std::get<1>(chat_mix));
+      if (!followed && std::get<3>(now) > seen_at + 2) break;
+    }
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_GE(seen_at, 0) << "the optimizer never saw the long prompts";
+  EXPECT_TRUE(followed) << "the mix did not follow within two intervals";
+}
+
+}  // namespace
+}  // namespace switchyard::testing
