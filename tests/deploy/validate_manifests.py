@@ -42,6 +42,7 @@ KINDS = {
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): (False, ["rules"]),
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): (False, ["roleRef.name", "subjects"]),
     ("policy/v1", "PodDisruptionBudget"): (True, ["spec.selector"]),
+    ("networking.k8s.io/v1", "NetworkPolicy"): (True, ["spec.podSelector", "spec.policyTypes"]),
     ("monitoring.coreos.com/v1", "ServiceMonitor"): (True, ["spec.selector", "spec.endpoints"]),
     ("monitoring.coreos.com/v1", "PodMonitor"): (True, ["spec.selector", "spec.podMetricsEndpoints"]),
 }
@@ -235,6 +236,17 @@ class Checker:
         for pdb in by_kind.get("PodDisruptionBudget", []):
             if templates and not any(selects(field(pdb, "spec.selector"), t[1]) for t in templates):
                 self.fail(pdb, "selects no Pod template of this rendering")
+        for policy in by_kind.get("NetworkPolicy", []):
+            selected = [t for t in templates if selects(field(policy, "spec.podSelector"), t[1])]
+            if templates and not selected:
+                self.fail(policy, "selects no Pod template of this rendering")
+            for rule in field(policy, "spec.ingress") or []:
+                for p in rule.get("ports", []) or []:
+                    port = p.get("port")
+                    for dep, _, spec in selected:
+                        if isinstance(port, str) and port not in container_ports(spec):
+                            self.fail(policy, f"port {port!r} is not a port of "
+                                              f"{field(dep, 'metadata.name')}")
         names = {(o.get("kind"), field(o, "metadata.name")) for o in objects}
         for rb in by_kind.get("RoleBinding", []) + by_kind.get("ClusterRoleBinding", []):
             ref = rb.get("roleRef", {})
@@ -280,6 +292,18 @@ class Checker:
             self.fail(dep, "liveness must probe /healthz")
         if not field(container, "resources.requests") or not field(container, "resources.limits"):
             self.fail(dep, "the gateway needs resource requests and limits")
+        # The admin listener binds beyond loopback without authentication of its own: a
+        # NetworkPolicy must keep it to chosen peers (every rule naming the admin port has a from).
+        labels = field(dep, "spec.template.metadata.labels") or {}
+        policies = [o for o in objects if o.get("kind") == "NetworkPolicy" and
+                    selects(field(o, "spec.podSelector"), labels)]
+        if not policies:
+            self.fail(dep, "no NetworkPolicy protects the gateway's admin port")
+        for policy in policies:
+            for rule in field(policy, "spec.ingress") or []:
+                ports = [p.get("port") for p in rule.get("ports", []) or []]
+                if (not ports or "admin" in ports) and not rule.get("from"):
+                    self.fail(policy, "lets anyone reach the admin port")
         rules = {}
         for role in [o for o in objects if o.get("kind") in ("Role", "ClusterRole") and
                      field(o, "metadata.name") == "switchyard-gateway"]:
