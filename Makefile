@@ -2,7 +2,7 @@
 JOBS ?= $(shell nproc)
 
 .PHONY: deps build build-debug test test-release test-debug tsan demo bench bench-faults \
-	bench-hetero bench-stampede bench-scaledown bench-optimizer clean
+	bench-hetero bench-stampede bench-scaledown bench-optimizer bench-chaos clean
 
 deps:
 	bash scripts/install-deps.sh
@@ -62,6 +62,13 @@ bench-scaledown: build
 bench-optimizer: build
 	./build/release/micro_bench --benchmark_filter='Optimizer|ProfileMaxRate|LoadRecord'
 	bash bench/e2e/optimizer.sh
+
+# The chaos soak: 3 gateways sharing Redis, 6 engine processes, steady load and a chaos event every
+# few seconds (crash, hang, Redis restart, gateway restart, replica removed/added). 10 min;
+# CHAOS_SECONDS=120 for a short one, SWITCHYARD=build/debug/switchyard for the ASan+UBSan build.
+# Report, CSV and PNG in build/bench-chaos/. CHAOS_* knobs: see bench/e2e/chaos.sh.
+bench-chaos: build
+	bash bench/e2e/chaos.sh
 
 clean:
 	rm -rf build

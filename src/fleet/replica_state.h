@@ -51,6 +51,10 @@ struct alignas(64) ReplicaCounters {
   // that followed a session's pin to it, and async resources created on it.
   std::atomic<int64_t> affinity_requests_total{0};
   std::atomic<int64_t> jobs_created_total{0};
+  // Bumped each time shared state was given this gateway's whole `running` count for the replica
+  // (after a reconnect, or when quiet): requests admitted locally while shared state was away
+  // are in shared state's count from then on and must be released there too.
+  std::atomic<int64_t> shared_count_epoch{0};
 };
 
 // A replica's routing health (docs/operations.md). Written by the control thread's health

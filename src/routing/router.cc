@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "profile/slo_profiles.h"
+
 namespace switchyard::routing {
 namespace {
 
@@ -45,6 +47,8 @@ std::string_view exclusionName(Exclusion reason) {
       return "draining";
     case Exclusion::kNotReady:
       return "not_ready";
+    case Exclusion::kOtherGpu:
+      return "other_gpu";
   }
   return "unknown";
 }
@@ -158,6 +162,10 @@ class Filters {
         std::find(request_.tried.begin(), request_.tried.end(), static_cast<int>(i)) !=
             request_.tried.end()) {
       row.excluded = Exclusion::kFailedThisRequest;
+      return false;
+    }
+    if (!request_.gpu.empty() && model_.replicas[i].gpu != request_.gpu) {
+      row.excluded = Exclusion::kOtherGpu;
       return false;
     }
     // One byte says whether the replica's lifecycle or health can exclude it: a replica in
@@ -314,12 +322,15 @@ Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& mo
   scratch.tiebreak.assign(m, 0.0);
   ScoreNote alone;  // the note of a strategy used alone: it may ask for the top-K picker
   bool eased = false;  // the inputs table holds slow start's synthetic loads
+  bool predicted = false;  // ... and SLO routing's predicted latencies
   if (count == 1) {
     scratch.scores.resize(m);  // a strategy writes every score
     alone = parts[0].strategy->score(context, scratch.candidates, scratch.scores,
                                      scratch.tiebreak);
     decision.relaxed = alone.relaxed;
     eased = alone.eased;
+    predicted = alone.predicted;
+    decision.slo_fallback = alone.fallback;
   } else {
     scratch.scores.assign(m, 0.0);
     scratch.component.resize(m);
@@ -331,6 +342,8 @@ Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& mo
                                                       scratch.component_tiebreak);
       decision.relaxed |= note.relaxed;
       eased |= note.eased;
+      predicted |= note.predicted;
+      decision.slo_fallback |= note.fallback;
       normalise(scratch.component);
       for (size_t i = 0; i < m; ++i) {
         scratch.scores[i] += parts[c].weight * scratch.component[i];
@@ -342,6 +355,18 @@ Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& mo
     CandidateRow& row = scratch.rows[candidate_rows[i]];
     row.score = scratch.scores[i];
     if (eased) row.synthetic_load = scratch.inputs[i].synthetic_load;
+    if (predicted) {
+      row.predicted_ttft = static_cast<float>(scratch.inputs[i].predicted_ttft);
+      row.predicted_tpot = static_cast<float>(scratch.inputs[i].predicted_tpot);
+    }
+  }
+  if ((predicted || decision.slo_fallback) && model.slo != nullptr) {
+    decision.slo = &model.slo->objective;
+  }
+  if (alone.hold) {
+    // Every candidate would miss the SLO: nothing is chosen, the request waits at the gateway.
+    decision.hold = true;
+    return decision;
   }
   int picked = -1;
   // The top-K and band pickers choose among the scores up to a cutoff: that set is recorded.
