@@ -3,7 +3,7 @@ JOBS ?= $(shell nproc)
 
 .PHONY: deps build build-debug test test-release test-debug tsan demo bench bench-faults \
 	bench-hetero bench-stampede bench-sim bench-optimizer bench-chaos bench-control-plane bench-slo \
-	clean
+	bench-scaledown clean
 
 deps:
 	bash scripts/install-deps.sh
@@ -61,6 +61,11 @@ bench-slo: build
 # PNG in build/bench-sim/. BENCH_SIM_SCALE: see bench/sim/bench-sim.sh; docs/simulation.md.
 bench-sim: build
 	bash bench/sim/bench-sim.sh
+# Traffic-aware scale-down: a Deployment shrinks under load behind 3 gateways (fake Kubernetes
+# API server, emulated engines), Kubernetes' own pick vs Switchyard's choice + drain. About
+# 1 min per run; CSV and PNG in build/bench-scaledown/. SCALEDOWN_* knobs: bench/e2e/scaledown.sh.
+bench-scaledown: build
+	bash bench/e2e/scaledown.sh
 
 # The GPU-mix optimizer on the product page's experiment (A10 + L20, chat + long prompts, P99
 # TPOT 50 ms): recommended mix vs the cheapest homogeneous fleet, the mix run on emulated engines,

@@ -11,7 +11,11 @@ packages=(
   libglpk-dev  # the GPU-mix optimizer's MILP solver
   redis-server nginx-light wrk curl python3 gnuplot-nox
   prometheus chromium  # promtool checks /metrics; headless chromium tests the dashboard
+  python3-yaml         # tests/deploy/validate_manifests.py reads the rendered manifests
 )
+# `kubectl kustomize` renders deploy/kubernetes in the tests: Debian's kubectl, unless one is
+# already on the PATH (it would conflict with another vendor's /usr/bin/kubectl).
+if ! command -v kubectl >/dev/null; then packages+=(kubernetes-client); fi
 
 missing=()
 for p in "${packages[@]}"; do

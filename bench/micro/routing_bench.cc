@@ -14,8 +14,9 @@ namespace {
 
 // warming_every > 0: every n-th replica joined 1 s ago and is inside its slow-start ramp.
 // sample > 0: candidate sampling draws this many replicas per decision.
+// draining_every > 0: every n-th replica is draining (excluded by the lifecycle filter).
 void routeBenchmark(benchmark::State& state, std::string_view strategy_name,
-                    int warming_every = 0, uint32_t sample = 0) {
+                    int warming_every = 0, uint32_t sample = 0, int draining_every = 0) {
   const int replicas = static_cast<int>(state.range(0));
   fleet::ModelSpec model;
   model.name = "m";
@@ -45,6 +46,9 @@ void routeBenchmark(benchmark::State& state, std::string_view strategy_name,
           {1000.0 + 37 * (i % 11), 8000.0 + 11 * (i % 7), false, 0.01 + 0.002 * (i % 13)});
     }
     if (warming_every > 0 && i % warming_every == 0) state.markReady(-kNsPerSec);
+    if (draining_every > 0 && i % draining_every == 1) {
+      state.storeLifecycle(fleet::kDrainRequested, fleet::kDrainRequested);
+    }
   }
   fleet::refreshLearnedMeans(entry);  // as the control plane does after a capacity refresh
   routing::StrategySpec spec;
@@ -104,6 +108,17 @@ void BM_RouteLeastRequestSample32(benchmark::State& state) {
 BENCHMARK(BM_RouteLoadBalanceSample32)->Arg(8)->Arg(64)->Arg(512)->Arg(4096);
 BENCHMARK(BM_RouteLeastRequestSample32)->Arg(8)->Arg(64)->Arg(512)->Arg(4096);
 BENCHMARK(BM_RouteLeastRequestTopKWarming)->Arg(8)->Arg(64)->Arg(512)->Arg(4096);
+
+// A tenth of the fleet draining (scale-down in progress): the filter pass records them as
+// excluded; the decision stays allocation-free.
+void BM_RouteLeastRequestDraining(benchmark::State& state) {
+  routeBenchmark(state, "least-request", 0, 0, 10);
+}
+void BM_RouteLoadBalanceDraining(benchmark::State& state) {
+  routeBenchmark(state, "load-balance", 0, 0, 10);
+}
+BENCHMARK(BM_RouteLeastRequestDraining)->Arg(8)->Arg(64)->Arg(512)->Arg(4096);
+BENCHMARK(BM_RouteLoadBalanceDraining)->Arg(8)->Arg(64)->Arg(512)->Arg(4096);
 BENCHMARK(BM_RouteLoadBalanceWarming)->Arg(8)->Arg(64)->Arg(512)->Arg(4096);
 
 }  // namespace

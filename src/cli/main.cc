@@ -3,6 +3,7 @@
 
 #include "cli/bench_command.h"
 #include "cli/demo_command.h"
+#include "cli/drain_wait_command.h"
 #include "cli/optimize_command.h"
 #include "cli/profile_command.h"
 #include "cli/simulate_command.h"
@@ -148,6 +149,22 @@ int main(int argc, char** argv) {
   simulate->add_flag("!--no-progress", simulate_options.progress, "no progress bar");
   simulate->add_flag("!--no-routing-timer", simulate_options.time_routing,
                      "do not measure routing CPU per decision");
+  // drain-wait: a vLLM Pod's preStop hook (src/cli/drain_wait_command.h).
+  switchyard::cli::DrainWaitOptions drain_wait_options;
+  CLI::App* drain_wait = app.add_subcommand(
+      "drain-wait", "Drain a replica at the gateway and wait until its requests are done");
+  drain_wait->add_option("--gateway", drain_wait_options.gateways,
+                         "gateway admin URL http://HOST:PORT (repeat or comma-separate)")
+      ->required();
+  drain_wait->add_option("--pod", drain_wait_options.pod, "the Pod's name (or replica address)")
+      ->required();
+  drain_wait->add_option("--timeout", drain_wait_options.timeout,
+                         "give up after this long (90s, 2m, or seconds)")
+      ->capture_default_str();
+  drain_wait->add_option("--interval", drain_wait_options.interval, "poll interval")
+      ->capture_default_str();
+  drain_wait->add_flag("!--no-drain", drain_wait_options.drain,
+                       "only wait; do not ask the gateway to drain first");
 
   // profile, gen-profile, optimize: the GPU-mix optimizer (docs/optimizer.md).
   int command_exit = 0;
@@ -159,6 +176,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand(name)) return command_exit;
   }
   if (simulate->parsed()) return switchyard::cli::runSimulate(simulate_options);
+  if (drain_wait->parsed()) return switchyard::cli::runDrainWait(drain_wait_options);
   if (demo->parsed()) return switchyard::cli::runDemo(demo_options);
   if (bench->parsed()) return switchyard::cli::runBench(bench_options);
   if (gateway->parsed()) return switchyard::gateway::runGateway(gateway_options);

@@ -58,17 +58,21 @@ void FleetRegistry::apply(const std::vector<ModelSpec>& models, TimeNs signal_ma
     for (const ReplicaSpec& replica_spec : spec.replicas) {
       auto& state = kept[replica_spec.address];
       if (!state) {
+        const bool ready = (replica_spec.lifecycle & kNotReady) == 0;
         if (auto it = by_address_.find(replica_spec.address); it != by_address_.end()) {
           state = it->second;
+          // Back from NotReady: eased in again like a new replica.
+          if ((state->lifecycle() & kNotReady) && ready) state->markReady(now);
         } else {
           std::string host;
           uint16_t port = 0;
           splitHostPort(replica_spec.address, host, port);
           state = std::make_shared<ReplicaState>(replica_spec.address, host, port);
-          if (snapshot_) state->markReady(now);
+          if (snapshot_ && !replica_spec.established) state->markReady(now);
         }
+        state->storeLifecycle(kDiscoveryFlags, replica_spec.lifecycle);
       }
-      model.replicas.push_back(ReplicaEntry{state, replica_spec.labels, {}});
+      model.replicas.push_back(ReplicaEntry{state, replica_spec.labels, {}, replica_spec.pod});
     }
     snapshot->models.push_back(std::move(model));
   }

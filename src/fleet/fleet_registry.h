@@ -22,6 +22,12 @@ namespace switchyard::fleet {
 struct ReplicaSpec {
   std::string address;  // host:port
   std::map<std::string, std::string> labels;
+  // Discovery's view (LifecycleFlag bits among kDiscoveryFlags); 0 for static replicas.
+  uint8_t lifecycle = 0;
+  // A replica discovered in the first listing was serving before this gateway started: it is
+  // established, not eased in by slow start.
+  bool established = false;
+  PodIdentity pod;  // empty for static replicas
 };
 
 struct ModelSpec {
@@ -44,8 +50,11 @@ class FleetRegistry {
 
   // Control thread. Builds and publishes a snapshot for `models`. Addresses must already be
   // validated (host:port). A replica that joins an already published fleet is marked ready at
-  // `now` (slow start eases it in); the replicas of the first fleet are established: they were
-  // serving before this gateway started, so ramping them would only skew the start.
+  // `now` (slow start eases it in); the replicas of the first fleet, and those a spec calls
+  // established, are not: they were serving before this gateway started, so ramping them would
+  // only skew the start. A replica whose spec stops saying kNotReady is marked ready at `now`
+  // too. Each spec's discovery lifecycle bits are stored into its ReplicaState (the operator's
+  // drain bit is left alone).
   void apply(const std::vector<ModelSpec>& models, TimeNs signal_max_age,
              const std::string& default_strategy, double auto_blend_load_balance_weight = 1.0,
              TimeNs now = 0);

@@ -56,6 +56,14 @@ struct SlowStartParams {
   double aggression = 1.0;       // ramp shape: progress^(1/aggression); 1 is linear
 };
 
+// Where a discovered replica comes from (empty for static replicas).
+struct PodIdentity {
+  std::string name;        // the Pod's name
+  std::string namespace_;  // its namespace
+  std::string deployment;  // the Deployment that owns it (via its ReplicaSet), if any
+  bool empty() const { return name.empty(); }
+};
+
 // What happens to a request that finds every replica of its model at its in-flight limit
 // (docs/admission.md); resolved per model at config load.
 enum class QueueMode : uint8_t {
@@ -76,8 +84,11 @@ struct AdmissionParams {
 
 struct ReplicaEntry {
   std::shared_ptr<ReplicaState> state;
-  std::map<std::string, std::string> labels;  // e.g. gpu: A100, engine: vllm
+  // e.g. gpu: A100, engine: vllm; a discovered replica carries every label of its Pod, plus
+  // `gpu` and `engine` as discovery resolved them.
+  std::map<std::string, std::string> labels;
   std::string_view gpu;                       // labels["gpu"], or "unknown"
+  PodIdentity pod;
 };
 
 // Means of what the capacity estimator learned over a model's replicas that have an estimate;

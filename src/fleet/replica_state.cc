@@ -1,5 +1,7 @@
 #include "fleet/replica_state.h"
 
+#include <utility>
+
 namespace switchyard::fleet {
 
 void ReplicaState::storeSignals(const EngineSignals& signals, TimeNs read_at) {
@@ -18,5 +20,30 @@ void ReplicaState::markScrapeFailed(TimeNs at) {
   scrape_failed_at_.store(at, std::memory_order_relaxed);
 }
 
+std::string_view lifecycleName(uint8_t flags) {
+  if (flags & kDrainingFlags) return "draining";
+  if (flags & kNotReady) return "not_ready";
+  return "active";
+}
+
+void appendLifecycleReasons(std::string& out, uint8_t flags) {
+  static constexpr std::pair<LifecycleFlag, std::string_view> kNames[] = {
+      {kNotReady, "not_ready"},
+      {kTerminating, "terminating"},
+      {kDrainLabel, "drain_label"},
+      {kDrainRequested, "drain_requested"},
+  };
+  out.push_back('[');
+  bool first = true;
+  for (const auto& [flag, name] : kNames) {
+    if (!(flags & flag)) continue;
+    if (!first) out.push_back(',');
+    first = false;
+    out.push_back('"');
+    out.append(name);
+    out.push_back('"');
+  }
+  out.push_back(']');
+}
 
 }  // namespace switchyard::fleet

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <string_view>
 
 #include "core/clock.h"
 #include "fleet/engine_signals.h"
@@ -46,6 +47,10 @@ struct alignas(64) ReplicaCounters {
   // token-weighted mean concurrency times the tokens. Pairs each response's speed with its own
   // load for the batching-curve fit.
   std::atomic<int64_t> token_concurrency_total{0};
+  // What a replica would take with it if it were removed (scale-down's victim choice): requests
+  // that followed a session's pin to it, and async resources created on it.
+  std::atomic<int64_t> affinity_requests_total{0};
+  std::atomic<int64_t> jobs_created_total{0};
   // Bumped each time shared state was given this gateway's whole `running` count for the replica
   // (after a reconnect, or when quiet): requests admitted locally while shared state was away
   // are in shared state's count from then on and must be released there too.
@@ -69,6 +74,26 @@ enum class HealthReason : uint8_t {
   kSlowOutlier,      // time per output token far above its same-GPU peers' (degraded GPU)
   kHalfOpenFailure,  // the trial request or probe after a backoff failed
 };
+
+// Why a replica takes no new requests although it is in the fleet (bits; 0: it may be routed
+// to). Discovery writes the first three from the Pod on every fleet change; an operator's drain
+// (POST /admin/drain, shared between gateways) writes kDrainRequested. Requests in flight finish,
+// a session pinned to the replica re-pins on its next request, async jobs stay reachable while
+// the replica is in the fleet.
+enum LifecycleFlag : uint8_t {
+  kNotReady = 1,        // the Pod is not Ready (excluded at once; back under slow start)
+  kTerminating = 2,     // the Pod has a deletionTimestamp: it is going away
+  kDrainLabel = 4,      // the Pod carries aibrix.ai/draining=true
+  kDrainRequested = 8,  // an operator (or drain-wait) asked for a drain
+};
+inline constexpr uint8_t kDiscoveryFlags = kNotReady | kTerminating | kDrainLabel;
+inline constexpr uint8_t kDrainingFlags = kTerminating | kDrainLabel | kDrainRequested;
+inline constexpr uint8_t kLifecycleFlags = kNotReady | kDrainingFlags;
+
+// "active", "draining" (any draining bit) or "not_ready", for views and metrics.
+std::string_view lifecycleName(uint8_t flags);
+// The set bits as a JSON array of names: ["terminating","drain_label"].
+void appendLifecycleReasons(std::string& out, uint8_t flags);
 
 // The concurrency (streams in flight) at which a replica's decode capacity is stated, and the
 // reference of its utilisation: the usual vLLM batch a gateway aims for.
@@ -155,6 +180,7 @@ class ReplicaState {
   void storeHealth(HealthState state, HealthReason reason) {
     health_reason_.store(reason, std::memory_order_relaxed);
     health_.store(state, std::memory_order_release);
+    refreshGate();
   }
   HealthState health() const { return health_.load(std::memory_order_acquire); }
 
@@ -166,6 +192,27 @@ class ReplicaState {
   void markReady(TimeNs at) { ready_since_.store(at, std::memory_order_relaxed); }
   TimeNs readySince() const { return ready_since_.load(std::memory_order_relaxed); }
   HealthReason healthReason() const { return health_reason_.load(std::memory_order_relaxed); }
+
+  // Lifecycle (LifecycleFlag bits; 0: routable). Read by the routing filters on every request
+  // (same cache line as health_); written on the control thread only, so the read-modify-write
+  // below needs no compare-exchange.
+  uint8_t lifecycle() const { return lifecycle_.load(std::memory_order_relaxed); }
+  bool draining() const { return (lifecycle() & kDrainingFlags) != 0; }
+  // Control thread: replaces the bits in `mask` with `bits`; returns the previous flags.
+  uint8_t storeLifecycle(uint8_t mask, uint8_t bits) {
+    const uint8_t before = lifecycle_.load(std::memory_order_relaxed);
+    lifecycle_.store(static_cast<uint8_t>((before & ~mask) | (bits & mask)),
+                     std::memory_order_relaxed);
+    refreshGate();
+    return before;
+  }
+
+  // The routing filters' one read for a replica in good standing: 0 when neither its lifecycle
+  // nor its health can exclude it; else its lifecycle bits, plus kGateUnhealthy when its health
+  // is not kHealthy (then health() tells which). Kept by storeHealth and storeLifecycle, both on
+  // the control thread.
+  static constexpr uint8_t kGateUnhealthy = 0x80;
+  uint8_t routingGate() const { return gate_.load(std::memory_order_acquire); }
 
   // Workers: record one request outcome.
   void recordSuccess() {
@@ -194,6 +241,12 @@ class ReplicaState {
   }
 
  private:
+  void refreshGate() {
+    const bool unhealthy = health_.load(std::memory_order_relaxed) != HealthState::kHealthy;
+    gate_.store(static_cast<uint8_t>(lifecycle_.load(std::memory_order_relaxed) |
+                                     (unhealthy ? kGateUnhealthy : 0)),
+                std::memory_order_release);
+  }
   static uint64_t hashName(const std::string& name) {
     uint64_t h = 14695981039346656037ull;
     for (const char c : name) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
@@ -217,6 +270,8 @@ class ReplicaState {
   std::atomic<bool> signals_valid_{false};
   std::atomic<HealthState> health_{HealthState::kHealthy};
   std::atomic<HealthReason> health_reason_{HealthReason::kNone};
+  std::atomic<uint8_t> lifecycle_{0};
+  std::atomic<uint8_t> gate_{0};  // routingGate()
   std::atomic<TimeNs> scrape_failed_at_{-1};
 
   alignas(64) std::atomic<double> decode_capacity_{EngineSignals::kUnknown};

@@ -14,6 +14,7 @@
 #include "gateway/slo_config.h"
 #include "gateway/config_values.h"
 #include "gateway/telemetry_config.h"
+#include "gateway/discovery_config.h"
 #include "gateway/shared_state_config.h"
 #include "health/health_config.h"
 #include "core/duration_text.h"
@@ -303,7 +304,7 @@ GatewayConfig parseNode(const YAML::Node& root) {
       "listen",  "admin_listen", "workers", "routing", "telemetry", "limits",  "timeouts",
       "models",  "reload_poll_interval_ms", "health",  "retry",     "tracing", "logging",
       "decisions", "shared_state", "session_affinity", "async_jobs", "readiness", "admission",
-      "load_monitor"};
+      "load_monitor", "discovery"};
   for (auto it = root.begin(); it != root.end(); ++it) {
     const std::string key = it->first.as<std::string>();
     if (!kKnown.count(key)) throw ConfigError(key + ": unknown key");
@@ -405,11 +406,14 @@ GatewayConfig parseNode(const YAML::Node& root) {
         config.readiness.shared_state_timeout = millis(it->second, full);
       } else if (key == "telemetry_timeout_ms") {
         config.readiness.telemetry_timeout = millis(it->second, full);
+      } else if (key == "discovery_timeout_ms") {
+        config.readiness.discovery_timeout = millis(it->second, full);
       } else {
         throw ConfigError(full + ": unknown key");
       }
     }
   }
+  if (const YAML::Node discovery = root["discovery"]) parseDiscovery(discovery, config.kubernetes);
   if (const YAML::Node admission = root["admission"]) {
     parseAdmission(admission, "admission", config.admission);
   }

@@ -21,6 +21,7 @@
 
 #include "core/clock.h"
 #include "core/config_error.h"
+#include "fleet/discovery/kubernetes/settings.h"
 #include "fleet/fleet_registry.h"
 #include "fleet/scrape_schedule.h"
 #include "health/replica_health.h"
@@ -88,6 +89,8 @@ struct GatewayConfig {
   SessionAffinityConfig session_affinity;
   AsyncJobsConfig async_jobs;
   ReadinessSettings readiness;  // `readiness:` (/readyz, docs/operations.md)
+  // `discovery: { kubernetes: ... }`: replicas from Pods, beside `models:` (docs/kubernetes.md).
+  fleet::kubernetes::KubernetesSettings kubernetes;
   fleet::AdmissionParams admission;  // `admission:` defaults for every model (docs/admission.md)
   LoadMonitorConfig load_monitor;  // request monitoring for the optimizer (`load_monitor:`)
 

@@ -41,7 +41,8 @@ void appendLearned(std::string& out, double decode, double prefill, double slowd
 
 }  // namespace
 
-std::string renderFleetJson(const fleet::FleetSnapshot& snapshot, TimeNs now) {
+std::string renderFleetJson(const fleet::FleetSnapshot& snapshot, TimeNs now,
+                            std::string_view extra) {
   // The score each replica would get now under its model's default strategy: a dry-run routing
   // decision (pure; it only reads the live counters).
   routing::RoutingScratch scratch;
@@ -50,8 +51,10 @@ std::string renderFleetJson(const fleet::FleetSnapshot& snapshot, TimeNs now) {
   fmt::format_to(std::back_inserter(out),
                  R"({{"version":{},"default_strategy":)", snapshot.version);
   appendString(out, snapshot.default_strategy);
-  fmt::format_to(std::back_inserter(out), R"(,"signal_max_age_ms":{},"models":[)",
+  fmt::format_to(std::back_inserter(out), R"(,"signal_max_age_ms":{},)",
                  snapshot.signal_max_age / kNsPerMs);
+  if (!extra.empty()) out.append(extra).push_back(',');
+  out.append(R"("models":[)");
   for (size_t m = 0; m < snapshot.models.size(); ++m) {
     const fleet::ModelEntry& model = snapshot.models[m];
     if (m) out.push_back(',');
@@ -103,6 +106,21 @@ std::string renderFleetJson(const fleet::FleetSnapshot& snapshot, TimeNs now) {
       fmt::format_to(std::back_inserter(out), R"(}},"health":"{}","health_reason":"{}",)",
                      health::healthStateName(replica.state->health()),
                      health::healthReasonName(replica.state->healthReason()));
+      // Lifecycle: active, draining or not_ready, with every reason that applies.
+      const uint8_t lifecycle = replica.state->lifecycle();
+      fmt::format_to(std::back_inserter(out), R"("lifecycle":"{}","lifecycle_reasons":)",
+                     fleet::lifecycleName(lifecycle));
+      fleet::appendLifecycleReasons(out, lifecycle);
+      out.push_back(',');
+      if (!replica.pod.empty()) {
+        out.append(R"("pod":{"name":)");
+        appendString(out, replica.pod.name);
+        out.append(R"(,"namespace":)");
+        appendString(out, replica.pod.namespace_);
+        out.append(R"(,"deployment":)");
+        appendString(out, replica.pod.deployment);
+        out.append("},");
+      }
       fmt::format_to(std::back_inserter(out),
                      R"("running":{},"global_running":{},"requests_total":{},)"
                      R"("output_tokens_total":{},)"

@@ -9,6 +9,9 @@
 
 namespace switchyard::gateway {
 
-std::string renderFleetJson(const fleet::FleetSnapshot& snapshot, TimeNs now);
+// `extra` (when not empty) is inserted as further top-level members, e.g.
+// `"discovery":{...}` (without a leading comma).
+std::string renderFleetJson(const fleet::FleetSnapshot& snapshot, TimeNs now,
+                            std::string_view extra = {});
 
 }  // namespace switchyard::gateway

@@ -15,6 +15,7 @@
 #include "fleet/fleet_registry.h"
 #include "fleet/telemetry_scraper.h"
 #include "gateway/admin_server.h"
+#include "gateway/fleet_plane.h"
 #include "gateway/fleet_view.h"
 #include "gateway/load_monitor.h"
 #include "gateway/shared_state_metrics.h"
@@ -91,6 +92,10 @@ class ControlPlane {
                                                      config_.shared_state);
     telemetry_share_ = std::make_unique<TelemetryShare>(io_, *shared_backend_, scraper_,
                                                         config_.shared_state.liveness_ttl);
+    // Discovery, drains and scale-down; the static fleet applied above is served until the
+    // discovered replicas join it.
+    fleet_plane_ = std::make_unique<FleetPlane>(io_, registry_, *shared_backend_, config_,
+                                                [this] { onFleetChange(); });
     for (int i = 0; i < worker_count; ++i) {
       workers_.push_back(std::make_unique<Worker>(i, config_, registry_, listen,
                                                   observe_->worker(i), *shared_backend_,
@@ -105,6 +110,7 @@ class ControlPlane {
                                                          shared_backend_->gatewayId());
     admin_ = std::make_unique<AdminServer>(io_, http::resolveListenAddress(config_.admin_listen));
     registerAdminEndpoints();
+    fleet_plane_->registerAdmin(*admin_);
     registerLoadEndpoint();
     admin_->start();
     observe_->startExporter(io_);
@@ -114,6 +120,7 @@ class ControlPlane {
     scheduleCapacityRefresh();
     scheduleHealthTick();
     state_sync_->start();
+    fleet_plane_->start();
     load_monitor_->start();
     telemetry_share_->start();
 
@@ -148,14 +155,16 @@ class ControlPlane {
       const auto snapshot = registry_.latest();
       const Readiness::Verdict verdict = readiness_.evaluate(
           {shutting_down_, state_sync_->distributed(), state_sync_->syncedOnce(), snapshot.get(),
-           SteadyClock::instance().now()});
+           SteadyClock::instance().now(), fleet_plane_->discovering(),
+           fleet_plane_->discoverySynced()});
       return AdminResponse{verdict.ready ? 200u : 503u, "application/json",
                            Readiness::toJson(verdict, shutting_down_)};
     });
     admin_->handle("/debug/fleet", [this](std::string_view) {
       const auto snapshot = registry_.latest();
+      const TimeNs now = SteadyClock::instance().now();
       return AdminResponse{200, "application/json",
-                           renderFleetJson(*snapshot, SteadyClock::instance().now())};
+                           renderFleetJson(*snapshot, now, fleet_plane_->debugJson(now))};
     });
     admin_->handle("/metrics", [this](std::string_view) {
       const auto snapshot = registry_.latest();
@@ -173,6 +182,7 @@ class ControlPlane {
       appendTelemetryMetrics(text, scraper_,
                              state_sync_->distributed() ? telemetry_share_.get() : nullptr,
                              health_);
+      fleet_plane_->appendMetrics(text, *snapshot, SteadyClock::instance().now());
       return AdminResponse{200, "text/plain; version=0.0.4; charset=utf-8", std::move(text)};
     });
     admin_->handle("/debug/decisions", [this](std::string_view query) {
@@ -188,7 +198,9 @@ class ControlPlane {
         }
         limit = std::min(limit, parsed);
       }
-      return AdminResponse{200, "application/json", observe_->recentDecisionsJson(limit)};
+      const auto snapshot = registry_.latest();  // the chosen replicas' labels
+      return AdminResponse{200, "application/json",
+                           observe_->recentDecisionsJson(limit, 200 * kNsPerMs, snapshot.get())};
     });
     admin_->handle("/dashboard", [](std::string_view) {
       return AdminResponse{200, "text/html; charset=utf-8", std::string(observe::dashboardHtml())};
@@ -214,9 +226,18 @@ class ControlPlane {
   }
 
   void applyFleet(const GatewayConfig& config) {
-    registry_.apply(config.models, config.signalMaxAge(), config.default_strategy,
+    registry_.apply(fleet_plane_ ? fleet_plane_->compose(config) : config.models,
+                    config.signalMaxAge(), config.default_strategy,
                     config.auto_blend_load_balance_weight, SteadyClock::instance().now());
     health_.sync(registry_.latest());
+    if (fleet_plane_) fleet_plane_->afterApply();
+  }
+
+  // Discovery saw Pods come, go or change.
+  void onFleetChange() {
+    if (shutting_down_) return;
+    applyFleet(config_);
+    scraper_.sync(registry_.replicas());
   }
 
   void scheduleHealthTick() {
@@ -302,6 +323,9 @@ class ControlPlane {
         next.workers != config_.workers) {
       spdlog::warn("gateway: listen addresses and workers change only on restart");
     }
+    if (next.kubernetes.enabled != config_.kubernetes.enabled) {
+      spdlog::warn("gateway: discovery settings change only on restart");
+    }
     applyFleet(next);
     scraper_.setInterval(next.scrape_interval);
     scraper_.setPolicy(next.scrape_policy);
@@ -330,6 +354,7 @@ class ControlPlane {
     for (auto& worker : workers_) inflight += worker->inflight();
     if (inflight == 0 || SteadyClock::instance().now() >= shutdown_deadline_) {
       if (inflight > 0) spdlog::warn("gateway: grace period over, {} requests cut", inflight);
+      fleet_plane_->stop();
       state_sync_->stop();
       telemetry_share_->stop();
       // The other gateways stop counting this one's requests now, not a liveness period later.
@@ -368,6 +393,7 @@ class ControlPlane {
   std::unique_ptr<observe::Observability> observe_;  // declared before workers_: outlives them
   std::shared_ptr<state::SharedStateBackend> shared_backend_;  // outlives workers' clients
   std::unique_ptr<GatewayStateSync> state_sync_;
+  std::unique_ptr<FleetPlane> fleet_plane_;
   WorkerDirectory directory_;  // declared before workers_: outlives them
   std::unique_ptr<GatewayLoadMonitor> load_monitor_;
   std::unique_ptr<TelemetryShare> telemetry_share_;  // declared after scraper_: dies first

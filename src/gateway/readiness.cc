@@ -28,6 +28,15 @@ Readiness::Verdict Readiness::evaluate(const ReadinessInputs& in) {
           settings_.shared_state_timeout / kNsPerMs));
     }
   }
+  if (in.discovery_configured && !in.discovery_synced) {
+    if (waited < settings_.discovery_timeout) {
+      verdict.waiting_for.push_back("discovery: the API server has not been listed yet");
+    } else {
+      verdict.degraded.push_back(fmt::format(
+          "discovery: the API server was not listed within {} ms; serving the static fleet",
+          settings_.discovery_timeout / kNsPerMs));
+    }
+  }
   size_t replicas = 0;
   size_t unscraped = 0;
   if (in.snapshot != nullptr) {

@@ -2,7 +2,9 @@
 // traffic yet. Ready once the config is loaded and the listeners are bound (both true before the
 // admin listener answers at all), shared state has been synced once — or has not answered
 // within `shared_state_timeout` and the gateway runs on local decisions, which it says — and
-// every replica has been scraped once (successfully or not) or `telemetry_timeout` has passed.
+// every replica has been scraped once (successfully or not) or `telemetry_timeout` has passed;
+// with Kubernetes discovery, every watched namespace has been listed once (or
+// `discovery_timeout` has passed: it then serves the static fleet and says so).
 //
 // Latched: once ready, the gateway stays ready until shutdown, when it answers not ready so a
 // load balancer stops sending new connections. A Redis outage later on does not make it
@@ -21,6 +23,7 @@ namespace switchyard::gateway {
 struct ReadinessSettings {
   TimeNs shared_state_timeout = 5 * kNsPerSec;
   TimeNs telemetry_timeout = 3 * kNsPerSec;
+  TimeNs discovery_timeout = 10 * kNsPerSec;
 };
 
 struct ReadinessInputs {
@@ -29,6 +32,8 @@ struct ReadinessInputs {
   bool shared_state_synced = false;
   const fleet::FleetSnapshot* snapshot = nullptr;
   TimeNs now = 0;
+  bool discovery_configured = false;  // Kubernetes discovery
+  bool discovery_synced = false;      // ... has listed every watched namespace once
 };
 
 class Readiness {

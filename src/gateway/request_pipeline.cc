@@ -219,12 +219,16 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn, Request& req, 
           case AttemptOutcome::kRefused:
             co_return co_await sendRefusal(conn, *refusal, request_id, keep_alive);
           case AttemptOutcome::kUnreachable:
+          case AttemptOutcome::kUnavailable:
           case AttemptOutcome::kSaturated:
           case AttemptOutcome::kHeld:
             break;
         }
-        if (model->replicas.empty()) {
-          co_return co_await sendError(conn, 503, "no replica serves this model",
+        if (model->replicas.empty() || outcome == AttemptOutcome::kUnavailable) {
+          co_return co_await sendError(conn, 503,
+                                       model->replicas.empty()
+                                           ? "no replica serves this model"
+                                           : "every replica of the model is draining or not ready",
                                        "server_error", "no_replica", "", request_id, keep_alive);
         }
         co_return co_await sendError(conn, 502, "the model's replicas could not be reached",
@@ -291,9 +295,15 @@ asio::awaitable<AttemptOutcome> Worker::Impl::attempt(ClientConnection& conn, Re
     if (decision.chosen < 0) {
       // Replicas lost to an admission race are at their limit too (set aside as "tried").
       if (decision.saturated > 0 || plan.admission_races > 0) co_return AttemptOutcome::kSaturated;
+      if (decision.unavailable > 0 && decision.unavailable == decision.ready) {
+        co_return AttemptOutcome::kUnavailable;
+      }
       co_return AttemptOutcome::kUnreachable;
     }
     const std::shared_ptr<fleet::ReplicaState>& replica = model.replicas[decision.chosen].state;
+    if (decision.affinity) {  // a pinned session's request: scale-down prefers other victims
+      replica->counters().affinity_requests_total.fetch_add(1, std::memory_order_relaxed);
+    }
 
     if (!plan.session.empty() && !decision.affinity) {
       // First request of the session, or its replica is gone: pin (or re-pin) atomically. If
@@ -351,6 +361,7 @@ asio::awaitable<AttemptOutcome> Worker::Impl::attempt(ClientConnection& conn, Re
     queue.slotFreed(model);  // this request's slot (whatever the result) may serve a waiter
     if (!conn.job_id.empty()) {
       shared->recordJob(conn.job_id, model.name, replica->name(), config.async_jobs.ttl);
+      replica->counters().jobs_created_total.fetch_add(1, std::memory_order_relaxed);
     }
     if (result == ForwardResult::kDone) co_return AttemptOutcome::kAnswered;
     if (result == ForwardResult::kAborted) co_return AttemptOutcome::kClosed;

@@ -147,6 +147,7 @@ enum class AttemptOutcome : uint8_t {
   kSaturated,    // every replica is at its limit: queue or refuse
   kHeld,         // SLO routing holds it: no replica is predicted to meet its SLO now
   kUnreachable,  // no replica could be reached (or none exists)
+  kUnavailable,  // every replica is draining or not ready
   kRefused,      // admission refused (`refusal` says why)
 };
 

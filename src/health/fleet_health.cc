@@ -230,7 +230,7 @@ void FleetHealth::tick(TimeNs now,
     detectSlowReplicas(m, now);
     int routable = 0;
     for (const auto& entry : model.replicas) {
-      routable += entry.state->health() != HealthState::kExcluded;
+      routable += entry.state->health() != HealthState::kExcluded && entry.state->lifecycle() == 0;
     }
     model.runtime->routable_replicas.store(routable, std::memory_order_relaxed);
     fleet::rescaleRateLimit(model, routable);

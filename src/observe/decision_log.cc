@@ -92,7 +92,8 @@ std::vector<DecisionRecord> DecisionRing::copyNewest(size_t limit) const {
 }
 
 std::string renderDecisionsJson(std::vector<DecisionRecord> records,
-                                const MetricsRegistry& names, size_t limit) {
+                                const MetricsRegistry& names, size_t limit,
+                                const fleet::FleetSnapshot* labels_from) {
   std::sort(records.begin(), records.end(), [](const DecisionRecord& a, const DecisionRecord& b) {
     return a.unix_ns > b.unix_ns;
   });
@@ -113,7 +114,23 @@ std::string renderDecisionsJson(std::vector<DecisionRecord> records,
     if (r.chosen_slot < 0) {
       out.append("null");
     } else {
-      appendJsonString(out, names.replicaName(static_cast<uint32_t>(r.chosen_slot)).second);
+      const auto [model_name, replica_name] =
+          names.replicaName(static_cast<uint32_t>(r.chosen_slot));
+      appendJsonString(out, replica_name);
+      const fleet::ModelEntry* model = labels_from ? labels_from->findModel(model_name) : nullptr;
+      const int index = model ? model->replicaIndex(replica_name) : -1;
+      if (index >= 0) {
+        out.append(R"(,"chosen_labels":{)");
+        bool first = true;
+        for (const auto& [key, value] : model->replicas[static_cast<size_t>(index)].labels) {
+          if (!first) out.push_back(',');
+          first = false;
+          appendJsonString(out, key);
+          out.push_back(':');
+          appendJsonString(out, value);
+        }
+        out.push_back('}');
+      }
     }
     fmt::format_to(std::back_inserter(out),
                    R"(,"worker":{},"attempt":{},"replicas":{},"sampled":{},"candidates_count":{},)"

@@ -96,9 +96,12 @@ class DecisionRing {
   uint64_t written_ = 0;
 };
 
-// /debug/decisions JSON: {"decisions":[...]} newest first.
+// /debug/decisions JSON: {"decisions":[...]} newest first. With `labels_from`, each decision
+// also carries "chosen_labels": the chosen replica's labels (every Pod label, for a discovered
+// replica) as that snapshot has them.
 std::string renderDecisionsJson(std::vector<DecisionRecord> records,
-                                const MetricsRegistry& names, size_t limit);
+                                const MetricsRegistry& names, size_t limit,
+                                const fleet::FleetSnapshot* labels_from = nullptr);
 
 // The compact x-switchyard-decision header value:
 //   strategy=S; chosen=R; candidates=R1=0.12,R2=0.5; excluded=R3(failed_this_request)

@@ -361,7 +361,8 @@ ExporterStats Observability::exporterStats() const {
   return exporter_ ? exporter_->stats() : ExporterStats{};
 }
 
-std::string Observability::recentDecisionsJson(size_t limit, TimeNs wait) {
+std::string Observability::recentDecisionsJson(size_t limit, TimeNs wait,
+                                               const fleet::FleetSnapshot* labels_from) {
   std::vector<std::future<std::vector<DecisionRecord>>> pending;
   for (auto& w : workers_) {
     if (!w->executor()) continue;
@@ -383,7 +384,7 @@ std::string Observability::recentDecisionsJson(size_t limit, TimeNs wait) {
       // The worker stopped before running the job: leave it out.
     }
   }
-  return renderDecisionsJson(std::move(all), metrics_, limit);
+  return renderDecisionsJson(std::move(all), metrics_, limit, labels_from);
 }
 
 }  // namespace switchyard::observe

@@ -194,7 +194,8 @@ class Observability {
   // Control thread: the newest `limit` decisions of all workers, as /debug/decisions JSON. Each
   // worker copies its own ring on its own thread; a worker that does not answer within
   // `wait` is left out.
-  std::string recentDecisionsJson(size_t limit, TimeNs wait = 200 * kNsPerMs);
+  std::string recentDecisionsJson(size_t limit, TimeNs wait = 200 * kNsPerMs,
+                                  const fleet::FleetSnapshot* labels_from = nullptr);
 
  private:
   ObserveConfig config_;

@@ -20,6 +20,8 @@ enum class Exclusion : uint8_t {
   kHalfOpenBusy,       // recovering: its one trial request is already in flight
   kSaturated,          // at the model's in-flight limit per replica
   kFailedThisRequest,  // already tried for this request and failed before responding
+  kDraining,           // being drained or removed: its requests finish, new ones go elsewhere
+  kNotReady,           // its Pod is not Ready
   kOtherGpu,           // not of the GPU type the request asked for (x-switchyard-gpu)
 };
 
@@ -44,6 +46,7 @@ struct Decision {
   bool relaxed = false;     // a strategy relaxed its own rule (e.g. all replicas KV-critical)
   bool health_fallback = false;  // every replica was unhealthy: health was ignored, not the request
   uint32_t saturated = 0;        // candidates removed by the in-flight limit
+  uint32_t unavailable = 0;      // replicas removed as draining or not ready (never a fallback)
   bool affinity = false;         // the request's preferred replica (its session's) was kept
   uint32_t pick_set = 0;  // top-K / band: how many candidates the pick was among (0: lowest won)
   // Candidate sampling: how many replicas were drawn and considered (0: every replica was).

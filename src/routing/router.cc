@@ -43,6 +43,10 @@ std::string_view exclusionName(Exclusion reason) {
       return "saturated";
     case Exclusion::kFailedThisRequest:
       return "failed_this_request";
+    case Exclusion::kDraining:
+      return "draining";
+    case Exclusion::kNotReady:
+      return "not_ready";
     case Exclusion::kOtherGpu:
       return "other_gpu";
   }
@@ -158,11 +162,24 @@ class Filters {
         std::find(request_.tried.begin(), request_.tried.end(), static_cast<int>(i)) !=
             request_.tried.end()) {
       row.excluded = Exclusion::kFailedThisRequest;
-    } else if (!request_.gpu.empty() && model_.replicas[i].gpu != request_.gpu) {
+      return false;
+    }
+    if (!request_.gpu.empty() && model_.replicas[i].gpu != request_.gpu) {
       row.excluded = Exclusion::kOtherGpu;
+      return false;
+    }
+    // One byte says whether the replica's lifecycle or health can exclude it: a replica in
+    // good standing costs one load here.
+    const uint8_t gate = replica.routingGate();
+    if (gate & fleet::kLifecycleFlags) {
+      row.excluded = (gate & fleet::kDrainingFlags) ? Exclusion::kDraining
+                                                    : Exclusion::kNotReady;
+      ++decision_.unavailable;
     } else if (max_inflight_ > 0 && replica.globalRunning() >= max_inflight_) {
       row.excluded = Exclusion::kSaturated;
       ++decision_.saturated;
+    } else if (gate == 0) {
+      return true;
     } else if (const fleet::HealthState health = replica.health();
                health == fleet::HealthState::kExcluded) {
       row.excluded = Exclusion::kUnhealthy;
@@ -253,6 +270,7 @@ Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& mo
       // The whole sample is filtered out: the fleet may still have candidates. Decide on all
       // of it, as without sampling (the health fallback included).
       decision.saturated = 0;
+      decision.unavailable = 0;
       decision.sampled = 0;
       unhealthy = filterFleet(model, request, decision, scratch);
     }

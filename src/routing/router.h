@@ -30,10 +30,13 @@ struct RouteRequest {
 
 inline constexpr double kInfPenalty = 2.0;
 
-// Picks a replica of `model`. Filters, in order: tried (failed this request), saturated (at
+// Picks a replica of `model`. Filters, in order: tried (failed this request), draining / not
+// ready (the replica's lifecycle: counted in Decision.unavailable), saturated (at
 // `model.limits.max_inflight_per_replica`), unhealthy / half-open-busy. If health alone would
 // leave no candidate, health is ignored (protection must not turn a partial degradation into an
-// outage) and Decision.health_fallback is set. Decision.chosen is -1 when nothing is left: no
+// outage) and Decision.health_fallback is set; draining and not-ready replicas are never brought
+// back that way (they are leaving or not serving: that is not a degradation routing may paper
+// over). Decision.chosen is -1 when nothing is left: no
 // replicas, all tried, or all saturated (Decision.saturated tells which). A `preferred` replica
 // that passes the filters is chosen without scoring (Decision.affinity); one that does not is
 // routed around like any other excluded replica.

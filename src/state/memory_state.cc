@@ -89,6 +89,19 @@ class MemorySync final : public SharedStateSync, private MemoryEndpoint {
       std::string_view payload, std::string_view cursor, TimeNs liveness_ttl) override {
     co_return store_->exchangeSignals(payload, cursor, gateway_, liveness_ttl, startCall());
   }
+  boost::asio::awaitable<std::optional<bool>> holdLease(std::string_view name,
+                                                        TimeNs ttl) override {
+    co_return store_->holdLease(name, gateway_, ttl, startCall());
+  }
+  boost::asio::awaitable<bool> putMark(std::string_view set, std::string_view key,
+                                       std::string_view value, TimeNs ttl) override {
+    store_->putMark(set, key, value, ttl, startCall());
+    co_return true;
+  }
+  boost::asio::awaitable<std::optional<std::vector<Mark>>> readMarks(
+      std::string_view set) override {
+    co_return store_->readMarks(set, startCall());
+  }
   const SharedStateStats& stats() const override { return stats_; }
 };
 

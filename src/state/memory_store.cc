@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <functional>
+#include <map>
 #include <unordered_map>
 
 namespace switchyard::state {
@@ -113,8 +114,53 @@ struct MemoryStore::Telemetry {
   uint64_t next_seq = 1;
 };
 
-MemoryStore::MemoryStore() : telemetry_(std::make_unique<Telemetry>()) {
+struct MemoryStore::Coordination {
+  struct Entry {
+    std::string value;
+    TimeNs expires = 0;
+  };
+  std::mutex mutex;
+  std::map<std::string, Entry, std::less<>> leases;
+  std::map<std::string, std::map<std::string, Entry, std::less<>>, std::less<>> marks;
+};
+
+MemoryStore::MemoryStore()
+    : telemetry_(std::make_unique<Telemetry>()), coordination_(std::make_unique<Coordination>()) {
   for (auto& stripe : stripes_) stripe = std::make_unique<Stripe>();
+}
+
+bool MemoryStore::holdLease(std::string_view name, std::string_view gateway, TimeNs ttl,
+                            TimeNs now) {
+  std::lock_guard lock(coordination_->mutex);
+  auto it = coordination_->leases.find(name);
+  if (it != coordination_->leases.end() && it->second.expires > now &&
+      it->second.value != gateway) {
+    return false;
+  }
+  coordination_->leases.insert_or_assign(std::string(name),
+                                         Coordination::Entry{std::string(gateway), now + ttl});
+  return true;
+}
+
+void MemoryStore::putMark(std::string_view set, std::string_view key, std::string_view value,
+                          TimeNs ttl, TimeNs now) {
+  std::lock_guard lock(coordination_->mutex);
+  auto& entries = coordination_->marks[std::string(set)];
+  if (ttl <= 0) {
+    if (auto it = entries.find(key); it != entries.end()) entries.erase(it);
+    return;
+  }
+  entries.insert_or_assign(std::string(key), Coordination::Entry{std::string(value), now + ttl});
+}
+
+std::vector<Mark> MemoryStore::readMarks(std::string_view set, TimeNs now) {
+  std::lock_guard lock(coordination_->mutex);
+  std::vector<Mark> out;
+  auto found = coordination_->marks.find(set);
+  if (found == coordination_->marks.end()) return out;
+  std::erase_if(found->second, [&](const auto& entry) { return entry.second.expires <= now; });
+  for (const auto& [key, entry] : found->second) out.push_back({key, entry.value});
+  return out;
 }
 MemoryStore::~MemoryStore() = default;
 

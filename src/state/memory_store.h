@@ -54,6 +54,12 @@ class MemoryStore {
   SignalExchange exchangeSignals(std::string_view payload, std::string_view cursor,
                                  std::string_view gateway, TimeNs liveness_ttl, TimeNs now);
 
+  // Coordination (SharedStateSync::holdLease, putMark, readMarks).
+  bool holdLease(std::string_view name, std::string_view gateway, TimeNs ttl, TimeNs now);
+  void putMark(std::string_view set, std::string_view key, std::string_view value, TimeNs ttl,
+               TimeNs now);
+  std::vector<Mark> readMarks(std::string_view set, TimeNs now);
+
   // How long a gateway's token counters outlive its last publish (as the Redis keys do).
   static constexpr TimeNs kTokenRetention = 3600 * kNsPerSec;
 
@@ -65,6 +71,8 @@ class MemoryStore {
   std::array<std::unique_ptr<Stripe>, kStripes> stripes_;
   struct Telemetry;
   std::unique_ptr<Telemetry> telemetry_;  // fleet-wide, behind its own mutex
+  struct Coordination;  // leases and marks: rare control-plane calls, one mutex
+  std::unique_ptr<Coordination> coordination_;
 };
 
 }  // namespace switchyard::state

@@ -208,10 +208,32 @@ struct SignalExchange {
   std::string cursor;                // pass to the next exchange
 };
 
+// One entry of a coordination set (SharedStateSync::readMarks).
+struct Mark {
+  std::string key;
+  std::string value;
+};
+
 class SharedStateSync {
  public:
   virtual ~SharedStateSync() = default;
   virtual bool distributed() const = 0;
+
+  // Coordination for control-plane decisions that every gateway must take the same way (an
+  // operator's drain, the scale-down victim). Off the request path; same deadline as publish.
+  //
+  // Takes the lease `name` for this gateway if it is free or already this gateway's, for `ttl`
+  // (renewing it); true if this gateway holds it afterwards, false if another one does, nullopt
+  // if the backend did not answer.
+  virtual boost::asio::awaitable<std::optional<bool>> holdLease(std::string_view name,
+                                                                TimeNs ttl) = 0;
+  // Sets `key` in the set `set` to `value` for `ttl` (<= 0: removes it). False if the backend
+  // did not answer.
+  virtual boost::asio::awaitable<bool> putMark(std::string_view set, std::string_view key,
+                                               std::string_view value, TimeNs ttl) = 0;
+  // Every unexpired entry of `set`, ordered by key; nullopt if the backend did not answer.
+  virtual boost::asio::awaitable<std::optional<std::vector<Mark>>> readMarks(
+      std::string_view set) = 0;
 
   // Heartbeat (valid for `liveness_ttl`) and this gateway's counts, in one pipelined batch.
   // False if the backend did not answer within the deadline.

@@ -62,11 +62,14 @@ TEST_F(RedisFailureTest, StoppedRedisAnswersDegradedThenReconnects) {
   const ReplicaReport hb{"m1", "r1", 0, /*publish_running=*/false};
   EXPECT_FALSE(run(sync_->publish({&hb, 1}, kNsPerSec)));
   EXPECT_FALSE(run(sync_->read({&hb, 1})).has_value());
+  EXPECT_FALSE(run(sync_->holdLease("scale-down", kNsPerSec)).has_value());
+  EXPECT_FALSE(run(sync_->putMark("drain", "r1", "", kNsPerSec)));
+  EXPECT_FALSE(run(sync_->readMarks("drain")).has_value());
   client_->release("m1", "r1");  // fire and forget: must not throw or block
   // Each answer is bounded by the 300 ms deadline; generous bound for a loaded machine.
   EXPECT_LT(Clock::now() - started, 5s);
   EXPECT_GE(client_->stats().degraded.load(), 3);
-  EXPECT_GE(sync_->stats().degraded.load(), 2);
+  EXPECT_GE(sync_->stats().degraded.load(), 5);
   EXPECT_FALSE(client_->stats().connected.load());
 
   harness_.server().start();  // same port, empty

@@ -345,6 +345,45 @@ TYPED_TEST(SharedStateContractTest, JobRecordedByOneGatewayIsFoundByAnother) {
   EXPECT_EQ(b.client->stats().degraded.load(), 0);
 }
 
+TYPED_TEST(SharedStateContractTest, OneGatewayHoldsALeaseUntilItLapses) {
+  Gateway& a = this->gateway("gw-a");
+  Gateway& b = this->gateway("gw-b");
+  const TimeNs ttl = this->harness_.shortTtl();
+  EXPECT_EQ(this->run(a.sync->holdLease("scale-down", ttl)), std::optional<bool>(true));
+  EXPECT_EQ(this->run(b.sync->holdLease("scale-down", ttl)), std::optional<bool>(false));
+  EXPECT_EQ(this->run(a.sync->holdLease("scale-down", ttl)), std::optional<bool>(true));  // renew
+  EXPECT_EQ(this->run(b.sync->holdLease("other-lease", ttl)), std::optional<bool>(true));
+  this->harness_.pass(ttl + ttl / 2);  // a stops renewing: b takes over
+  EXPECT_EQ(this->run(b.sync->holdLease("scale-down", ttl)), std::optional<bool>(true));
+  EXPECT_EQ(this->run(a.sync->holdLease("scale-down", ttl)), std::optional<bool>(false));
+}
+
+TYPED_TEST(SharedStateContractTest, MarksAreSharedExpireAndCanBeRemoved) {
+  Gateway& a = this->gateway("gw-a");
+  Gateway& b = this->gateway("gw-b");
+  const TimeNs ttl = this->harness_.shortTtl();
+  EXPECT_TRUE(this->run(a.sync->putMark("drain", "10.0.0.2:8000", "pod-b", kLongTtl)));
+  EXPECT_TRUE(this->run(a.sync->putMark("drain", "10.0.0.1:8000", "", kLongTtl)));
+  EXPECT_TRUE(this->run(b.sync->putMark("drain", "10.0.0.3:8000", "pod c", ttl)));
+  EXPECT_TRUE(this->run(b.sync->putMark("other-set", "x", "y", kLongTtl)));
+  auto marks = this->run(b.sync->readMarks("drain"));
+  ASSERT_TRUE(marks.has_value());
+  ASSERT_EQ(marks->size(), 3u);
+  EXPECT_EQ((*marks)[0].key, "10.0.0.1:8000");
+  EXPECT_EQ((*marks)[0].value, "");
+  EXPECT_EQ((*marks)[1].value, "pod-b");
+  EXPECT_EQ((*marks)[2].value, "pod c");  // values may hold spaces
+  EXPECT_TRUE(this->run(b.sync->putMark("drain", "10.0.0.1:8000", "", 0)));  // removed
+  this->harness_.pass(ttl + ttl / 2);  // the short one expires
+  marks = this->run(a.sync->readMarks("drain"));
+  ASSERT_TRUE(marks.has_value());
+  ASSERT_EQ(marks->size(), 1u);
+  EXPECT_EQ((*marks)[0].key, "10.0.0.2:8000");
+  marks = this->run(a.sync->readMarks("empty-set"));
+  ASSERT_TRUE(marks.has_value());
+  EXPECT_TRUE(marks->empty());
+}
+
 // --- Limits that hold from the first request (docs/shared-state.md) ---
 
 TYPED_TEST(SharedStateContractTest, AGatewayCountsFromItsFirstAdmissionBeforeAnyHeartbeat) {

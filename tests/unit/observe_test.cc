@@ -178,6 +178,10 @@ TEST(Observer, RecordsADecisionAndAnExplainHeader) {
   const std::string json = renderDecisionsJson(records, hub.metrics(), 10);
   EXPECT_NE(json.find(R"("request_id":"req-1")"), std::string::npos) << json;
   EXPECT_NE(json.find(R"("chosen":"10.0.0.0:8000")"), std::string::npos) << json;
+  EXPECT_EQ(json.find("chosen_labels"), std::string::npos);
+  // With a snapshot, the chosen replica's labels come along.
+  const std::string labelled = renderDecisionsJson(records, hub.metrics(), 10, &snapshot);
+  EXPECT_NE(labelled.find(R"("chosen_labels":{)"), std::string::npos) << labelled;
 }
 
 TEST(Observer, RecordingADecisionAllocatesNothingInSteadyState) {

@@ -57,3 +57,30 @@ TEST(ReadinessTest, OnceReadyItStaysReadyUntilShutdown) {
 
 }  // namespace
 }  // namespace switchyard::gateway
+
+namespace switchyard::gateway {
+namespace {
+
+TEST(ReadinessDiscovery, WaitsForTheFirstListThenDegradesAfterItsTimeout) {
+  Readiness readiness({5 * kNsPerSec, 3 * kNsPerSec, 10 * kNsPerSec}, 0);
+  ReadinessInputs in;
+  in.now = kNsPerSec;
+  in.discovery_configured = true;
+  auto verdict = readiness.evaluate(in);
+  EXPECT_FALSE(verdict.ready);
+  ASSERT_EQ(verdict.waiting_for.size(), 1u);
+  EXPECT_NE(verdict.waiting_for[0].find("discovery"), std::string::npos);
+  in.discovery_synced = true;
+  EXPECT_TRUE(readiness.evaluate(in).ready);
+
+  Readiness late({5 * kNsPerSec, 3 * kNsPerSec, 10 * kNsPerSec}, 0);
+  in.discovery_synced = false;
+  in.now = 11 * kNsPerSec;
+  verdict = late.evaluate(in);
+  EXPECT_TRUE(verdict.ready);
+  ASSERT_EQ(verdict.degraded.size(), 1u);
+  EXPECT_NE(verdict.degraded[0].find("static fleet"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace switchyard::gateway

@@ -368,6 +368,41 @@ class RedisSync final : public SharedStateSync {
     co_return exchange;
   }
 
+  asio::awaitable<std::optional<bool>> holdLease(std::string_view name, TimeNs ttl) override {
+    auto commands = single(scriptCommand(ScriptId::kHoldLease, 1,
+                                         {keys_.lease(name), gateway_,
+                                          std::to_string(toMs(ttl))}));
+    auto connection = connection_;
+    auto replies = co_await connection->call(std::move(commands));
+    if (!replies || !(*replies)[0].isInteger()) co_return std::nullopt;
+    co_return (*replies)[0].integer == 1;
+  }
+
+  asio::awaitable<bool> putMark(std::string_view set, std::string_view key,
+                                std::string_view value, TimeNs ttl) override {
+    auto commands = single(scriptCommand(
+        ScriptId::kPutMark, 1,
+        {keys_.marks(set), std::string(key), std::string(value),
+         std::to_string(ttl <= 0 ? 0 : toMs(ttl))}));
+    auto connection = connection_;
+    co_return (co_await connection->call(std::move(commands))).has_value();
+  }
+
+  asio::awaitable<std::optional<std::vector<Mark>>> readMarks(std::string_view set) override {
+    auto commands = single(scriptCommand(ScriptId::kReadMarks, 1, {keys_.marks(set)}));
+    auto connection = connection_;
+    auto replies = co_await connection->call(std::move(commands));
+    if (!replies || !(*replies)[0].isArray()) co_return std::nullopt;
+    std::vector<Mark> marks;
+    const auto& elements = (*replies)[0].elements;
+    for (size_t i = 0; i + 1 < elements.size(); i += 2) {
+      marks.push_back({elements[i].text, elements[i + 1].text});
+    }
+    std::sort(marks.begin(), marks.end(),
+              [](const Mark& a, const Mark& b) { return a.key < b.key; });
+    co_return marks;
+  }
+
   const SharedStateStats& stats() const override { return connection_->stats(); }
 
  private:

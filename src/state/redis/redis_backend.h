@@ -17,6 +17,8 @@
 //   PREFIX:{telemetry}:live         hash  gateway → telemetry heartbeat deadline (ms)
 //   PREFIX:{telemetry}:signals      stream one entry per shared batch of scraped signals
 //                                         (fields g: gateway, p: payload), trimmed by age
+//   PREFIX:lease:{NAME}             string the gateway holding the lease; TTL
+//   PREFIX:marks:{SET}              hash  key → "deadline_ms value" (coordination marks)
 //
 // A gateway counts in others' admissions and reads only while its heartbeat in `live` is
 // current (the sync publishes it); its own counts always count for itself. The atomic steps are

@@ -29,6 +29,9 @@ class RedisKeys {
   std::string session(std::string_view model, std::string_view session) const {
     return modelKey(model, "sess:", session);
   }
+  // Coordination keys, each tagged with its own name.
+  std::string lease(std::string_view name) const { return taggedKey("lease", name); }
+  std::string marks(std::string_view set) const { return taggedKey("marks", set); }
   std::string job(std::string_view job_id) const {
     std::string key;
     key.reserve(prefix_.size() + job_id.size() + 7);
@@ -37,6 +40,13 @@ class RedisKeys {
   }
 
  private:
+  std::string taggedKey(std::string_view kind, std::string_view name) const {
+    std::string key;
+    key.reserve(prefix_.size() + kind.size() + name.size() + 5);
+    key.append(prefix_).push_back(':');
+    key.append(kind).append(":{").append(name).append("}");
+    return key;
+  }
   std::string modelKey(std::string_view model, std::string_view kind,
                        std::string_view name) const {
     std::string key;

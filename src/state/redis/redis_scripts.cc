@@ -215,6 +215,47 @@ return out
 
 constexpr std::string_view kNowAndLive = SY_NOW_AND_LIVE("KEYS[1]");
 
+constexpr std::string_view kHoldLeaseSource = R"lua(
+local holder = redis.call('GET', KEYS[1])
+if (not holder) or holder == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+return 0
+)lua";
+
+constexpr std::string_view kPutMarkSource = R"lua(
+local ttl = tonumber(ARGV[3])
+if ttl <= 0 then
+  redis.call('HDEL', KEYS[1], ARGV[1])
+  return 1
+end
+local t = redis.call('TIME')
+local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('HSET', KEYS[1], ARGV[1], string.format('%.0f', now_ms + ttl) .. ' ' .. ARGV[2])
+if redis.call('PTTL', KEYS[1]) < ttl then redis.call('PEXPIRE', KEYS[1], ttl) end
+return 1
+)lua";
+
+constexpr std::string_view kReadMarksSource = R"lua(
+local t = redis.call('TIME')
+local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local out = {}
+local entries = redis.call('HGETALL', KEYS[1])
+for i = 1, #entries, 2 do
+  local v = entries[i + 1]
+  local space = string.find(v, ' ', 1, true)
+  local deadline = tonumber(space and string.sub(v, 1, space - 1) or v) or 0
+  if deadline > now_ms then
+    out[#out + 1] = entries[i]
+    out[#out + 1] = space and string.sub(v, space + 1) or ''
+  else
+    redis.call('HDEL', KEYS[1], entries[i])
+  end
+end
+return out
+)lua";
+
 #undef SY_NOW_AND_LIVE
 
 std::string joined(std::initializer_list<std::string_view> parts) {
@@ -242,6 +283,9 @@ std::string_view scriptSource(ScriptId script) {
       static const std::string source = joined({kNowAndLive, kViewHelpers, kReadChangesBody});
       return source;
     }
+    case ScriptId::kHoldLease: return kHoldLeaseSource;
+    case ScriptId::kPutMark: return kPutMarkSource;
+    case ScriptId::kReadMarks: return kReadMarksSource;
   }
   return {};
 }

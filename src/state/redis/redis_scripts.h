@@ -42,8 +42,16 @@ enum class ScriptId : uint8_t {
   // prefix, tok key prefix. Returns {version, live count, rank, live signature, full (0/1), then
   // per replica changed since `since_version` (all when full): name, others_running, 8 sums}.
   kReadChanges,
+  // KEYS: lease:{NAME}. ARGV: gateway, ttl_ms. Takes or renews the lease if free or this
+  // gateway's. Returns 1 if this gateway holds it afterwards, else 0.
+  kHoldLease,
+  // KEYS: marks:{SET}. ARGV: key, value, ttl_ms (<= 0 removes). Stores "deadline_ms value".
+  kPutMark,
+  // KEYS: marks:{SET}. Returns {key, value, key, value, ...} of the unexpired entries and
+  // removes the expired ones.
+  kReadMarks,
 };
-inline constexpr size_t kScriptCount = 9;
+inline constexpr size_t kScriptCount = static_cast<size_t>(ScriptId::kReadMarks) + 1;
 
 std::string_view scriptSource(ScriptId script);
 
