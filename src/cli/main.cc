@@ -3,6 +3,7 @@
 
 #include "cli/bench_command.h"
 #include "cli/demo_command.h"
+#include "cli/keys_command.h"
 #include "cli/optimize_command.h"
 #include "cli/profile_command.h"
 #include "core/version.h"
@@ -58,6 +59,8 @@ int main(int argc, char** argv) {
                          "Initial faults as JSON, as for POST /admin/faults");
   engine_cmd->add_flag("--no-prefix-caching", engine_options->no_prefix_caching,
                        "Disable prefix caching");
+  engine_cmd->add_option("--api-key", engine_options->api_key,
+                         "As vLLM: /v1/* requires Authorization: Bearer KEY");
   engine_cmd->add_flag("--profile-table", engine_options->profile_table,
                        "Print predicted tokens/s per GPU for --model and exit");
   engine_cmd->add_option("--table-prompt-tokens", engine_options->table_prompt_tokens)
@@ -118,9 +121,11 @@ int main(int argc, char** argv) {
   int command_exit = 0;
   switchyard::cli::addProfileCommands(app, command_exit);
   switchyard::cli::addOptimizeCommand(app, command_exit);
+  // keys: the API keys file (docs/security.md).
+  switchyard::cli::addKeysCommand(app, command_exit);
 
   CLI11_PARSE(app, argc, argv);
-  for (const char* name : {"profile", "gen-profile", "optimize"}) {
+  for (const char* name : {"profile", "gen-profile", "optimize", "keys"}) {
     if (app.got_subcommand(name)) return command_exit;
   }
   if (demo->parsed()) return switchyard::cli::runDemo(demo_options);

@@ -12,9 +12,12 @@
 namespace switchyard::state::redis {
 
 enum class ScriptId : uint8_t {
-  // KEYS: rate, live, run:REPLICA. ARGV: gateway, max_inflight, interval_us, tolerance_us.
-  // Returns {verdict (0 admitted, 1 in-flight limit, 2 rate limited), in-flight sum over live
-  // gateways after the call, retry_after_us}.
+  // KEYS: rate, live, run:REPLICA[, quota req, quota tok]. ARGV: gateway, max_inflight,
+  // interval_us, tolerance_us, liveness ttl_ms, live key expiry ms[, rpm, tpm, tokens].
+  // Returns {verdict (0 admitted, 1 in-flight limit, 2 rate limited, 3 a key's budget refused),
+  // in-flight sum over live gateways after the call, retry_after_us}, then with the quota keys
+  // {quota verdict (0, 1 requests, 2 tokens), remaining requests, remaining tokens,
+  // reset_requests_us, reset_tokens_us}. Nothing is written unless every check passes.
   kAdmit,
   // KEYS: run:REPLICA. ARGV: gateway. Decrements this gateway's count, never below zero.
   kRelease,
@@ -29,8 +32,14 @@ enum class ScriptId : uint8_t {
   kPinSession,
   // KEYS: job:{ID}. ARGV: model, replica, ttl_ms.
   kRecordJob,
+  // KEYS: quota req, quota tok. ARGV: rpm, tpm, tokens. A key's budgets alone: returns {quota
+  // verdict, remaining requests, remaining tokens, retry_after_us, reset_requests_us,
+  // reset_tokens_us} and debits both only when both allow it.
+  kQuota,
+  // KEYS: a quota bucket. ARGV: limit per minute, delta units. Adds (or refunds) units.
+  kQuotaSettle,
 };
-inline constexpr size_t kScriptCount = 6;
+inline constexpr size_t kScriptCount = 8;
 
 std::string_view scriptSource(ScriptId script);
 
