@@ -2,7 +2,7 @@
 JOBS ?= $(shell nproc)
 
 .PHONY: deps build build-debug test test-release test-debug tsan demo bench bench-faults \
-	bench-hetero bench-stampede bench-optimizer fuzz-smoke fuzz-campaign bench-tls clean
+	bench-hetero bench-stampede bench-optimizer bench-chaos fuzz-smoke fuzz-campaign bench-tls clean
 
 deps:
 	bash scripts/install-deps.sh
@@ -75,6 +75,13 @@ fuzz-campaign: deps
 # The TLS proxy overhead against nginx terminating TLS the same way (docs/benchmarks.md).
 bench-tls: build
 	BENCH_TLS=1 bash bench/e2e/proxy_overhead.sh
+
+# The chaos soak: 3 gateways sharing Redis, 6 engine processes, steady load and a chaos event every
+# few seconds (crash, hang, Redis restart, gateway restart, replica removed/added). 10 min;
+# CHAOS_SECONDS=120 for a short one, SWITCHYARD=build/debug/switchyard for the ASan+UBSan build.
+# Report, CSV and PNG in build/bench-chaos/. CHAOS_* knobs: see bench/e2e/chaos.sh.
+bench-chaos: build
+	bash bench/e2e/chaos.sh
 
 clean:
 	rm -rf build

@@ -183,7 +183,44 @@ struct StrategyResult {
   double rate = 0;
   std::vector<TypeResult> types;  // one per GPU type, then "all"
   int failed = 0;
+  int refused = 0;          // of those, answered 429 by the gateway
+  double queue_peak = 0;    // the gateway's largest queue depth sampled in the window
 };
+
+// The model's `slo:` for the strategies that route by it: the goodput SLO, emulated profiles.
+std::string sloBlock(const DemoOptions& o) {
+  std::string objective = fmt::format("tpot={}ms", o.slo_tpot_ms);
+  if (o.slo_ttft_ms > 0) objective += fmt::format(",ttft={}ms", o.slo_ttft_ms);
+  std::string profiles;
+  for (const std::string& gpu : distinct(o.gpus)) {
+    profiles += fmt::format("{}{}: emulated", profiles.empty() ? "" : ", ", gpu);
+  }
+  return fmt::format("    slo: {{ objective: \"{}\", percentile: 99, profiles: {{ {} }} }}\n",
+                     objective, profiles);
+}
+
+// The mix with each class pinned to its GPU type as `--oracle` says; nullopt when malformed.
+std::optional<std::vector<loadgen::RequestClass>> pinnedMix(
+    std::vector<loadgen::RequestClass> mix, const std::string& oracle) {
+  size_t at = 0;
+  while (at < oracle.size()) {
+    size_t end = oracle.find(',', at);
+    if (end == std::string::npos) end = oracle.size();
+    const std::string part = oracle.substr(at, end - at);
+    const size_t colon = part.find(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == part.size()) return std::nullopt;
+    bool found = false;
+    for (auto& c : mix) {
+      if (c.name == part.substr(0, colon)) {
+        c.gpu = part.substr(colon + 1);
+        found = true;
+      }
+    }
+    if (!found) return std::nullopt;
+    at = end + 1;
+  }
+  return mix;
+}
 
 std::optional<StrategyResult> runStrategy(const std::string& self, const DemoOptions& o,
                                           const std::string& strategy, double rate,
@@ -220,7 +257,8 @@ std::optional<StrategyResult> runStrategy(const std::string& self, const DemoOpt
               "routing:\n  default_strategy: least-request\n"
               "  capacity: { refresh_ms: 500, window_ms: 10000, time_constant_ms: 3000 }\n"
               "models:\n  - name: "
-           << o.model << "\n    replicas:\n"
+           << o.model << "\n"
+           << (strategy.rfind("slo", 0) == 0 ? sloBlock(o) : "") << "    replicas:\n"
            << replicas;
   }
   std::vector<uint16_t> gateway_ports;
@@ -235,13 +273,23 @@ std::optional<StrategyResult> runStrategy(const std::string& self, const DemoOpt
   loadgen::LoadSpec spec;
   spec.port = gateway_ports[0];
   spec.model = o.model;
-  spec.strategy = strategy;
+  const bool oracle = strategy == "oracle";
+  spec.strategy = oracle ? "least-request" : strategy;
   spec.rate = rate;
   spec.requests = std::max(1, static_cast<int>(std::lround(rate * total_seconds)));
   spec.mix = mix;
+  if (oracle) {
+    auto pinned = pinnedMix(mix, o.oracle);
+    if (!pinned) {
+      std::fprintf(stderr, "demo: --oracle must name the mix's classes as class:GPU,...\n");
+      return std::nullopt;
+    }
+    spec.mix = *pinned;
+  }
   spec.seed = o.seed;
   spec.request_timeout = 60 * kNsPerSec;
   spec.deadline = static_cast<TimeNs>((total_seconds + 60) * kNsPerSec);
+  StrategyResult result;
   BackgroundLoad load(spec);
   load.sleepUntil(o.warmup_seconds);
   std::vector<EngineSample> before;
@@ -254,6 +302,10 @@ std::optional<StrategyResult> runStrategy(const std::string& self, const DemoOpt
     load.sleepUntil(at);
     for (size_t i = 0; i < ports.size(); ++i) kv_sum[i] += sampleEngine(ports[i]).kv_usage;
     ++kv_samples;
+    if (auto page = loadgen::httpGet(kHost, gateway_ports[1], "/metrics")) {
+      result.queue_peak = std::max(
+          result.queue_peak, loadgen::metricSum(*page, "switchyard_queue_depth").value_or(0));
+    }
   }
   load.sleepUntil(total_seconds);
   std::vector<EngineSample> after;
@@ -262,7 +314,6 @@ std::optional<StrategyResult> runStrategy(const std::string& self, const DemoOpt
   const std::string fleet = loadgen::httpGet(kHost, gateway_ports[1], "/debug/fleet").value_or("");
   const loadgen::LoadReport report = load.finish();
 
-  StrategyResult result;
   result.strategy = strategy;
   result.rate = rate;
   loadgen::Slo slo;
@@ -312,6 +363,7 @@ std::optional<StrategyResult> runStrategy(const std::string& self, const DemoOpt
     if (r.sent >= static_cast<TimeNs>(o.warmup_seconds * kNsPerSec) &&
         r.sent < static_cast<TimeNs>(total_seconds * kNsPerSec)) {
       result.failed += r.status != 200 || !r.error.empty();
+      result.refused += r.status == 429;
     }
   }
   gateway.reset();  // SIGTERM, wait, reap
@@ -392,21 +444,43 @@ void printTable(const std::vector<StrategyResult>& results, const std::vector<st
   }
 }
 
+// The SLO view: per strategy, of the requests sent in the window, how many met the SLO among
+// those completed (attainment) and among all (goodput), what the gateway refused or queued.
+void printSloTable(const std::vector<StrategyResult>& results, const DemoOptions& o) {
+  std::printf("\n%-25s %8s %8s %7s %7s %11s %11s %13s\n", "strategy", "attain%", "goodput%",
+              "refused", "queue", "TTFT p50/99", "TPOT p50/99", "E2E p50/99");
+  for (const StrategyResult& r : results) {
+    const loadgen::GroupStats& all = r.types.back().stats;
+    std::printf("%-25s %7.1f%% %7.1f%% %7d %7.0f %11s %11s %13s\n", r.strategy.c_str(),
+                all.ok > 0 ? 100.0 * all.good / all.ok : 0.0, all.goodputPercent(), r.refused,
+                r.queue_peak, pair(all.ttft_p50_ms, all.ttft_p99_ms).c_str(),
+                pair(all.tpot_p50_ms, all.tpot_p99_ms).c_str(),
+                pair(all.e2e_p50_ms, all.e2e_p99_ms).c_str());
+  }
+  std::printf("attain = completed requests meeting TPOT <= %.0f ms%s; goodput = the same over "
+              "all requests sent; refused = 429s; queue = peak gateway queue depth\n",
+              o.slo_tpot_ms,
+              o.slo_ttft_ms > 0 ? fmt::format(" and TTFT <= {:.0f} ms", o.slo_ttft_ms).c_str()
+                                : "");
+}
+
 void writeCsv(const std::string& path, const std::vector<StrategyResult>& results) {
   std::ofstream csv(path);
   csv << "load_pct,rate_rps,strategy,gpu,requests,ok,qps,share_pct,busy_pct,throughput_util_pct,"
          "tokens_per_s,ttft_p50_ms,ttft_p99_ms,tpot_p50_ms,tpot_p99_ms,e2e_p50_ms,e2e_p99_ms,"
-         "goodput_pct,learned_capacity,kv_usage_pct\n";
+         "goodput_pct,learned_capacity,kv_usage_pct,attainment_pct,refused,queue_peak\n";
   for (const StrategyResult& r : results) {
     for (const TypeResult& t : r.types) {
       const auto& s = t.stats;
       csv << fmt::format("{:.0f},{:.2f},{},{},{},{},{:.2f},{:.1f},{:.1f},{:.1f},{:.0f},{:.1f},"
-                         "{:.1f},{:.2f},{:.2f},{:.1f},{:.1f},{:.1f},{:.0f},{:.1f}\n",
+                         "{:.1f},{:.2f},{:.2f},{:.1f},{:.1f},{:.1f},{:.0f},{:.1f},{:.1f},{},"
+                         "{:.0f}\n",
                          100 * r.load, r.rate, r.strategy, t.gpu, s.requests, s.ok, s.qps,
                          100 * s.share, 100 * t.busy, 100 * t.throughput_util, t.tokens_per_s,
                          s.ttft_p50_ms, s.ttft_p99_ms, s.tpot_p50_ms, s.tpot_p99_ms,
                          s.e2e_p50_ms, s.e2e_p99_ms, s.goodputPercent(), t.learned_capacity,
-                         100 * t.kv_usage);
+                         100 * t.kv_usage, s.ok > 0 ? 100.0 * s.good / s.ok : 0.0, r.refused,
+                         r.queue_peak);
     }
   }
 }
@@ -426,6 +500,13 @@ int runDemo(const DemoOptions& options) {
     mix = *parsed;
   }
   const std::vector<std::string> types = distinct(options.gpus);
+  if (std::find(options.strategies.begin(), options.strategies.end(), "oracle") !=
+          options.strategies.end() &&
+      !pinnedMix(mix, options.oracle)) {
+    std::fprintf(stderr, "demo: the oracle strategy needs --oracle class:GPU,... naming the "
+                         "mix's classes\n");
+    return 2;
+  }
 
   std::printf("Switchyard heterogeneous demo: %zu emulated replicas of %s (", options.gpus.size(),
               options.model.c_str());
@@ -489,12 +570,14 @@ int runDemo(const DemoOptions& options) {
       if (!result) return 1;
       result->load = load;
       failed += result->failed;
-      std::printf("   %-25s done (%d failed)\n", strategy.c_str(), result->failed);
+      std::printf("   %-25s done (%d failed, %d of them refused)\n", strategy.c_str(),
+                  result->failed, result->refused);
       std::fflush(stdout);
       results.push_back(std::move(*result));
     }
     std::printf("\n");
     printTable(results, types, options);
+    printSloTable(results, options);
     all.insert(all.end(), results.begin(), results.end());
   }
   if (!options.csv_path.empty()) writeCsv(options.csv_path, all);

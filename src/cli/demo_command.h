@@ -10,6 +10,8 @@
 //      [warmup, warmup + seconds): latency per request from the load generator, busy fraction and
 //      tokens/s per replica from the engines' /metrics;
 //   3. prints one table per load (rows: strategy × GPU type) and optionally writes it as CSV.
+// Strategies named slo* run with the model's SLO (tpot = slo_tpot_ms, ttft = slo_ttft_ms when
+// set) and emulated profiles of each GPU type; `oracle` pins each request class to a GPU type.
 // Every child process listens on an OS-chosen loopback port and is stopped before returning.
 #pragma once
 
@@ -35,6 +37,9 @@ struct DemoOptions {
   double slo_ttft_ms = 0;  // 0: not checked
   uint64_t seed = 7;
   std::string csv_path;  // empty: no CSV
+  // The fixed assignment the strategy `oracle` runs: "class:GPU,…" (each request class of the mix
+  // pinned to a GPU type with x-switchyard-gpu, least-request within it).
+  std::string oracle;
 };
 
 // 0 when the runs completed and every measured request succeeded, 1 otherwise.

@@ -112,6 +112,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   demo->add_option("--seed", demo_options.seed)->capture_default_str();
   demo->add_option("--csv", demo_options.csv_path, "write one row per load x strategy x GPU type");
+  demo->add_option("--oracle", demo_options.oracle,
+                   "the `oracle` strategy's fixed assignment, class:GPU,... (e.g. chat:A10,code:L20)");
   demo->add_option("--gpus", demo_options.gpus, "emulated GPU, one replica each")
       ->delimiter(',');
   demo->add_option("--strategies", demo_options.strategies, "routing strategies to compare")

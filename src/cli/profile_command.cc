@@ -376,8 +376,9 @@ int runProfile(const ProfileOptions& options) {
 struct GenOptions {
   // Virtual time is cheap: the emulated sweep measures more requests per step than an HTTP one.
   GenOptions() {
-    sweep.min_requests = 200;
-    sweep.max_requests = 1500;
+    const profile::EmulatedSweepOptions defaults = profile::defaultEmulatedSweep({});
+    sweep.min_requests = defaults.sweep.min_requests;
+    sweep.max_requests = defaults.sweep.max_requests;
   }
   std::string raw_path;
   std::string emulated_gpu;

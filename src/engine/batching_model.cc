@@ -55,10 +55,15 @@ void BatchingModel::submit(const ModelRequest& request, TimeNs now) {
   if (!in_step_) startStep(now);
 }
 
-void BatchingModel::cancel(RequestId id, TimeNs /*now*/) {
+void BatchingModel::cancel(RequestId id, TimeNs now) {
   auto it = seqs_.find(id);
   if (it == seqs_.end()) return;
   Seq* seq = &it->second;
+  ++aborted_;
+  aborted_tokens_ += seq->num_computed;
+  if (seq->first_scheduled >= 0 && now > seq->first_scheduled) {
+    aborted_running_seconds_ += static_cast<double>(now - seq->first_scheduled) / 1e9;
+  }
   std::replace(step_.begin(), step_.end(), seq, static_cast<Seq*>(nullptr));
   running_.erase(std::remove(running_.begin(), running_.end(), seq), running_.end());
   waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), seq), waiting_.end());
@@ -261,6 +266,9 @@ EngineLoad BatchingModel::load() const {
   load.kv_capacity_tokens = config_.kvCapacityTokens();
   load.prefix_cache_queries_total = prefix_queries_;
   load.prefix_cache_hits_total = prefix_hits_;
+  load.aborted_requests_total = aborted_;
+  load.aborted_running_seconds_total = aborted_running_seconds_;
+  load.aborted_computed_tokens_total = aborted_tokens_;
   return load;
 }
 

@@ -105,6 +105,9 @@ class BatchingModel final : public EngineModel {
   double busy_seconds_ = 0;
   int64_t prefix_queries_ = 0;
   int64_t prefix_hits_ = 0;
+  int64_t aborted_ = 0;
+  double aborted_running_seconds_ = 0;
+  int64_t aborted_tokens_ = 0;
 };
 
 }  // namespace switchyard::engine

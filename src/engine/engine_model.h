@@ -46,6 +46,12 @@ struct EngineLoad {
   int64_t kv_capacity_tokens = 0;
   int64_t prefix_cache_queries_total = 0;  // prompt tokens looked up in the prefix cache
   int64_t prefix_cache_hits_total = 0;     // of which found cached
+  // Work given up: requests cancelled before they finished (their client left), the time those
+  // that had started spent in the running batch, and the tokens computed for them. What the
+  // gateway's admission is judged by: GPU time spent on answers nobody read.
+  int64_t aborted_requests_total = 0;
+  double aborted_running_seconds_total = 0;
+  int64_t aborted_computed_tokens_total = 0;
 };
 
 class EngineModel {

@@ -489,6 +489,16 @@ std::string renderMetrics(Flavor flavor, std::string_view model, const EngineLoa
   const std::string label = jsonEscape(model);  // Prometheus label escaping matches JSON's here
   const auto prompt = static_cast<double>(counters.prompt_tokens_total);
   const auto generation = static_cast<double>(counters.generation_tokens_total);
+  // Not an engine's metric: what the emulator can tell about work given up (benchmarks read it).
+  appendMetric(out, "switchyard_emulator_aborted_requests_total", "counter",
+               "Requests cancelled before they finished (their client left).", label,
+               static_cast<double>(load.aborted_requests_total));
+  appendMetric(out, "switchyard_emulator_aborted_running_seconds_total", "counter",
+               "Time cancelled requests had spent in the running batch.", label,
+               load.aborted_running_seconds_total);
+  appendMetric(out, "switchyard_emulator_aborted_computed_tokens_total", "counter",
+               "Tokens computed for requests that were then cancelled.", label,
+               static_cast<double>(load.aborted_computed_tokens_total));
   if (flavor == Flavor::kVllm) {
     appendMetric(out, "vllm:num_requests_running", "gauge",
                  "Number of requests in model execution batches.", label, load.running);

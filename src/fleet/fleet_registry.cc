@@ -4,6 +4,8 @@
 #include <charconv>
 #include <cmath>
 
+#include "profile/slo_profiles.h"
+
 namespace switchyard::fleet {
 
 bool splitHostPort(std::string_view address, std::string& host, uint16_t& port) {
@@ -45,6 +47,7 @@ void FleetRegistry::apply(const std::vector<ModelSpec>& models, TimeNs signal_ma
     model.slow_start = spec.slow_start;
     model.candidate_sample = spec.candidate_sample;
     model.admission = spec.admission;
+    model.slo = spec.slo;
     model.limits = spec.limits;
     model.timeouts = spec.timeouts;
     auto& runtime = kept_runtimes[spec.name];
@@ -73,10 +76,12 @@ void FleetRegistry::apply(const std::vector<ModelSpec>& models, TimeNs signal_ma
   }
   // Views into labels are taken only now that the vectors stopped moving.
   for (size_t i = 0; i < snapshot->models.size(); ++i) {
-    snapshot->model_index.emplace(snapshot->models[i].name, i);
-    for (ReplicaEntry& replica : snapshot->models[i].replicas) {
+    ModelEntry& model = snapshot->models[i];
+    snapshot->model_index.emplace(model.name, i);
+    for (ReplicaEntry& replica : model.replicas) {
       auto it = replica.labels.find("gpu");
       replica.gpu = it == replica.labels.end() ? std::string_view("unknown") : it->second;
+      if (model.slo) model.replica_profiles.push_back(model.slo->forGpu(replica.gpu));
     }
   }
   by_address_ = std::move(kept);

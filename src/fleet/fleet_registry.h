@@ -35,6 +35,7 @@ struct ModelSpec {
   AdmissionParams admission;
   UpstreamTimeouts timeouts;
   std::vector<ReplicaSpec> replicas;
+  std::shared_ptr<const profile::SloProfiles> slo;  // `slo:` (SLO routing); null without
 };
 
 class FleetRegistry {

@@ -19,6 +19,11 @@
 #include "fleet/output_length_estimator.h"
 #include "fleet/replica_state.h"
 
+namespace switchyard::profile {
+struct GpuProfile;
+struct SloProfiles;
+}  // namespace switchyard::profile
+
 namespace switchyard::fleet {
 
 // Knobs of the load-balance score (docs/routing.md); resolved per model at config load.
@@ -149,6 +154,10 @@ struct ModelEntry {
   UpstreamTimeouts timeouts;
   std::vector<ReplicaEntry> replicas;
   std::shared_ptr<ModelRuntime> runtime;
+  // SLO routing (routing/strategies/slo.h): the objective and a profile per GPU type, and each
+  // replica's profile (by its gpu label; nullptr when its type has none). Empty without `slo:`.
+  std::shared_ptr<const profile::SloProfiles> slo;
+  std::vector<const profile::GpuProfile*> replica_profiles;
 
   // Index of the replica named `name` ("host:port"), -1 if none. Linear: used once per request
   // that names a replica (a session's pin), never in the scoring loop.

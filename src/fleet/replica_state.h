@@ -46,6 +46,10 @@ struct alignas(64) ReplicaCounters {
   // token-weighted mean concurrency times the tokens. Pairs each response's speed with its own
   // load for the batching-curve fit.
   std::atomic<int64_t> token_concurrency_total{0};
+  // Bumped each time shared state was given this gateway's whole `running` count for the replica
+  // (after a reconnect, or when quiet): requests admitted locally while shared state was away
+  // are in shared state's count from then on and must be released there too.
+  std::atomic<int64_t> shared_count_epoch{0};
 };
 
 // A replica's routing health (docs/operations.md). Written by the control thread's health

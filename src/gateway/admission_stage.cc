@@ -79,6 +79,7 @@ boost::asio::awaitable<ReplicaAdmission> AdmissionStage::onReplica(
       co_return ReplicaAdmission::kRateLimited;
     }
   }
+  shared.holdLocal(shared_, model.name, replica);
   co_return ReplicaAdmission::kAdmitted;
 }
 
@@ -113,6 +114,16 @@ Refusal AdmissionStage::queueFull(bool client_share) {
                                        : "every replica of the model is at its in-flight limit "
                                          "and the gateway's queue for it is full",
                           kNsPerSec);
+}
+
+Refusal AdmissionStage::sloBreached(TimeNs waited) {
+  observer_.countRejected(observe::LimitKind::kSloBreached);
+  return Refusal::limited(
+      observe::LimitKind::kSloBreached, "slo_breached",
+      fmt::format("no replica was predicted to meet the request's SLO, and after {} ms of "
+                  "waiting it can no longer be met",
+                  waited / kNsPerMs),
+      kNsPerSec);
 }
 
 Refusal AdmissionStage::queueTimeout(TimeNs max_wait) {

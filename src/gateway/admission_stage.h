@@ -20,24 +20,36 @@
 namespace switchyard::gateway {
 
 // A request admitted in shared state is released there when its attempt ends, however it ends.
+// One admitted locally while shared state was away is released there only if shared state was
+// given this gateway's count for the replica since (it then counts the request).
 class SharedAdmission {
  public:
   SharedAdmission() = default;
   SharedAdmission(const SharedAdmission&) = delete;
   SharedAdmission& operator=(const SharedAdmission&) = delete;
   ~SharedAdmission() {
-    if (client_ != nullptr) client_->release(model_, replica_);
+    if (client_ == nullptr) return;
+    if (epoch_ != nullptr && epoch_->load(std::memory_order_relaxed) == admitted_epoch_) return;
+    client_->release(model_, replica_);
   }
   void hold(state::SharedStateClient& client, std::string_view model, std::string_view replica) {
     client_ = &client;
     model_ = model;
     replica_ = replica;
   }
+  void holdLocal(state::SharedStateClient& client, std::string_view model,
+                 const fleet::ReplicaState& replica) {
+    hold(client, model, replica.name());
+    epoch_ = &replica.counters().shared_count_epoch;
+    admitted_epoch_ = epoch_->load(std::memory_order_relaxed);
+  }
 
  private:
   state::SharedStateClient* client_ = nullptr;
   std::string_view model_;
   std::string_view replica_;
+  const std::atomic<int64_t>* epoch_ = nullptr;  // set when admitted locally
+  int64_t admitted_epoch_ = 0;
 };
 
 enum class ReplicaAdmission : uint8_t {
@@ -80,6 +92,9 @@ class AdmissionStage {
   Refusal queueFull(bool client_share);
   // The request waited `max_wait` in the queue without getting a slot (counted).
   Refusal queueTimeout(TimeNs max_wait);
+  // SLO routing held the request for a replica predicted to meet its SLO until the SLO could no
+  // longer be met (counted).
+  Refusal sloBreached(TimeNs waited);
 
  private:
   Refusal rateLimited(TimeNs retry_after);

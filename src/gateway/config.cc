@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "gateway/admission_config.h"
+#include "gateway/slo_config.h"
 #include "gateway/config_values.h"
 #include "gateway/shared_state_config.h"
 #include "core/duration_text.h"
@@ -257,6 +258,9 @@ fleet::ModelSpec parseModel(const YAML::Node& node, size_t index, const GatewayC
   if (!node["name"]) throw ConfigError(where + ".name: required");
   model.name = scalar<std::string>(node["name"], where + ".name");
   if (model.name.empty()) throw ConfigError(where + ".name: must not be empty");
+  if (const YAML::Node slo = node["slo"]) {
+    model.slo = parseSloProfiles(slo, where + ".slo", model.name);
+  }
   if (node["routing_strategy"]) {
     model.routing_strategy = scalar<std::string>(node["routing_strategy"],
                                                  where + ".routing_strategy");

@@ -7,6 +7,8 @@
 
 #include "admission/deadline.h"
 #include "admission/execution_estimate.h"
+#include "profile/slo_profiles.h"
+#include "gateway/queue_seat.h"
 #include "gateway/worker_impl.h"
 #include "routing/router.h"
 
@@ -37,30 +39,6 @@ TimeNs queuedExecution(const fleet::ModelEntry& model, const ProxyPlan& plan) {
                                       plan.output_estimate, concurrency)
       .total;
 }
-
-// Takes a request out of the queue when its stay ends, however it ends, and observes the wait.
-class QueueSeat {
- public:
-  QueueSeat(RequestQueue& queue, RequestQueue::Waiter& waiter, observe::WorkerObserver& observer,
-            observe::RequestRecord& record)
-      : queue_(queue), waiter_(waiter), observer_(observer), record_(record) {}
-  ~QueueSeat() { queue_.leave(waiter_); }
-  void release(TimeNs now) {
-    if (waiter_.queue == nullptr) return;
-    waited_ = now - waiter_.enqueued_at;
-    observer_.onQueueWait(record_, waited_);
-    queue_.leave(waiter_);
-  }
-  // How long the request waited; -1 when it never queued.
-  TimeNs waited() const { return waited_; }
-
- private:
-  TimeNs waited_ = -1;
-  RequestQueue& queue_;
-  RequestQueue::Waiter& waiter_;
-  observe::WorkerObserver& observer_;
-  observe::RequestRecord& record_;
-};
 
 }  // namespace
 
@@ -210,6 +188,18 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn, Request& req, 
   plan.route.shape.prompt_tokens = static_cast<double>(plan.prompt_estimate);
   plan.route.shape.max_tokens = static_cast<double>(info.max_tokens);
 
+  // A hardware class the client asked for: only replicas of that GPU type.
+  plan.route.gpu = req["x-switchyard-gpu"];
+  if (!plan.route.gpu.empty() &&
+      std::none_of(model->replicas.begin(), model->replicas.end(),
+                   [&](const fleet::ReplicaEntry& r) { return r.gpu == plan.route.gpu; })) {
+    // A named value: g++ 12 destroys a braced temporary in a co_await expression twice.
+    const Refusal not_served{
+        400, "no replica of GPU type '" + std::string(plan.route.gpu) + "' serves this model",
+        "invalid_request_error", "gpu_not_served", "x-switchyard-gpu"};
+    co_return co_await sendRefusal(conn, not_served, request_id, keep_alive);
+  }
+
   // Session affinity: the session's pinned replica is kept while it passes the filters.
   const std::string_view session_header = sessions.header();
   plan.session =
@@ -225,13 +215,15 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn, Request& req, 
   // model has one) and try again from its head. Requests queued before this one go first.
   RequestQueue::Waiter waiter(io.get_executor());
   QueueSeat seat{queue, waiter, observer, conn.observed};
+  plan.seat = &seat;
   const fleet::AdmissionParams& params = model->admission;
   bool behind_others = params.queue != fleet::QueueMode::kOff && queue.hasWaiters(*model);
   std::optional<Refusal> refusal;
   for (;;) {
+    AttemptOutcome outcome = AttemptOutcome::kSaturated;  // behind others: as if full
     if (!behind_others) {
-      const AttemptOutcome outcome = co_await attempt(conn, req, *snapshot, *model, plan, refusal);
-      if (outcome != AttemptOutcome::kSaturated) {
+      outcome = co_await attempt(conn, req, *snapshot, *model, plan, refusal);
+      if (outcome != AttemptOutcome::kSaturated && outcome != AttemptOutcome::kHeld) {
         seat.release(now());
         noteAdmission(conn, plan, seat.waited(), refusal);
         switch (outcome) {
@@ -243,6 +235,7 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn, Request& req, 
             co_return co_await sendRefusal(conn, *refusal, request_id, keep_alive);
           case AttemptOutcome::kUnreachable:
           case AttemptOutcome::kSaturated:
+          case AttemptOutcome::kHeld:
             break;
         }
         if (model->replicas.empty()) {
@@ -255,7 +248,16 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn, Request& req, 
       }
     }
     behind_others = false;
-    if (params.queue == fleet::QueueMode::kOff) {
+    // SLO routing's pulling variant holds a request at the gateway whatever the queue mode, and
+    // refuses it once its SLO can no longer be met (its TTFT or E2E objective has passed).
+    if (outcome == AttemptOutcome::kHeld) plan.held = true;
+    if (outcome == AttemptOutcome::kHeld && plan.slo_breach_at < 0 && model->slo) {
+      const profile::Slo& objective = model->slo->objective;
+      const double limit = objective.ttft > 0 ? objective.ttft : objective.e2e;
+      if (limit > 0) plan.slo_breach_at = plan.arrived + static_cast<TimeNs>(limit * 1e9);
+    }
+    if (params.queue == fleet::QueueMode::kOff && outcome != AttemptOutcome::kHeld &&
+        waiter.queue == nullptr) {
       co_return co_await sendRefusal(conn, admission.saturated(), request_id, keep_alive);
     }
     if (waiter.queue == nullptr) {
@@ -300,6 +302,7 @@ asio::awaitable<AttemptOutcome> Worker::Impl::attempt(ClientConnection& conn, Re
     const TimeNs routing_started = now();
     const routing::Decision decision = routing::route(snapshot, model, plan.route, rng, scratch);
     observer.onDecision(conn.observed, decision, routing_started, now());
+    if (decision.hold) co_return AttemptOutcome::kHeld;
     if (decision.chosen < 0) {
       // Replicas lost to an admission race are at their limit too (set aside as "tried").
       if (decision.saturated > 0 || plan.admission_races > 0) co_return AttemptOutcome::kSaturated;
@@ -343,6 +346,9 @@ asio::awaitable<AttemptOutcome> Worker::Impl::attempt(ClientConnection& conn, Re
       plan.route.preferred = -1;
       continue;
     }
+
+    // Admitted: a queued request gives up its place now, not when its answer ends.
+    if (plan.seat != nullptr) plan.seat->release(now());
 
     // Forward. A failed attempt can be retried only if another replica is left and the budget
     // allows; otherwise the upstream's own error answer goes to the client.
@@ -393,6 +399,10 @@ asio::awaitable<QueueTurn> Worker::Impl::waitTurn(ClientConnection& conn,
     co_await waiter.timer.async_wait(kTuple);  // a re-check, or woken: a slot may be free
     if (conn.watch->gone) co_return QueueTurn::kClientGone;
     const TimeNs t = now();
+    if (plan.slo_breach_at >= 0 && t > plan.slo_breach_at) {
+      refusal = admission.sloBreached(t - plan.arrived);
+      co_return QueueTurn::kRefused;
+    }
     if (t - waiter.enqueued_at >= params.max_wait) {
       refusal = admission.queueTimeout(params.max_wait);
       co_return QueueTurn::kRefused;
@@ -409,7 +419,10 @@ asio::awaitable<QueueTurn> Worker::Impl::waitTurn(ClientConnection& conn,
         co_return QueueTurn::kRefused;
       }
     }
-    if (queue.isHead(waiter)) co_return QueueTurn::kTurn;
+    // Waiting for room goes first come first served: only the head tries. A request held for
+    // its SLO tries on every re-check: whether a replica would meet it depends on its own shape,
+    // so it must neither block those behind it nor wait behind them.
+    if (queue.isHead(waiter) || plan.held) co_return QueueTurn::kTurn;
   }
 }
 

@@ -24,6 +24,10 @@ namespace {
 constexpr TimeNs kQuietBeforeReconcile = 1 * kNsPerSec;
 // How often a quiet replica's count is rewritten at most.
 constexpr TimeNs kReconcileEvery = 5 * kNsPerSec;
+// A replica that is never quiet is rewritten this often anyway: a count that drifted (a release
+// lost with its connection, an admission racing the rewrite) is corrected within this bound, at
+// the price of an error of one for a request admitted or released during the rewrite itself.
+constexpr TimeNs kReconcileBusyEvery = 30 * kNsPerSec;
 
 }  // namespace
 
@@ -88,7 +92,8 @@ bool GatewayStateSync::shouldReconcile(const fleet::ReplicaState& replica, bool 
   }
   const bool quiet = now - watch.unchanged_since >= kQuietBeforeReconcile &&
                      (watch.reconciled_at < 0 || now - watch.reconciled_at >= kReconcileEvery);
-  if (!all && !quiet) return false;
+  const bool overdue = watch.reconciled_at >= 0 && now - watch.reconciled_at >= kReconcileBusyEvery;
+  if (!all && !quiet && !overdue) return false;
   watch.reconciled_at = now;
   return true;
 }
@@ -158,6 +163,12 @@ asio::awaitable<void> GatewayStateSync::cycle() {
                  (now - last_success_) / kNsPerMs);
   }
   last_success_ = now;
+  for (size_t i = 0; i < reports.size(); ++i) {
+    if (reports[i].reconcile_running) {
+      owners[i].second->state->counters().shared_count_epoch.fetch_add(1,
+                                                                      std::memory_order_relaxed);
+    }
+  }
   if (!synced_once_) {
     synced_once_ = true;
     spdlog::info("shared state: first sync done");

@@ -122,6 +122,8 @@ struct ForwardTarget {
   ForwardMode mode = ForwardMode::kNormal;
 };
 
+class QueueSeat;
+
 // One proxied request's plan, shared by its routing attempts and its time in the queue.
 struct ProxyPlan {
   routing::StrategySpec spec;
@@ -136,6 +138,9 @@ struct ProxyPlan {
   TimeNs arrived = 0;
   TimeNs deadline_at = -1;           // absolute; -1: none
   TimeNs predicted = -1;             // the last attempt's predicted execution; -1 unknown
+  bool held = false;                 // SLO routing held it at least once
+  TimeNs slo_breach_at = -1;         // held by SLO routing: when its SLO can no longer be met
+  QueueSeat* seat = nullptr;         // its place in the admission queue (left once admitted)
   // Replicas set aside this round: those that failed this request first (kept across queue
   // waits), then those lost to an admission race (forgotten after a wait).
   std::array<int, kMaxAttempts + kMaxAdmissionRaces> tried{};
@@ -149,6 +154,7 @@ enum class AttemptOutcome : uint8_t {
   kAnswered,     // a replica's answer was relayed (or the client left mid-relay: kClosed)
   kClosed,       // the connection must close
   kSaturated,    // every replica is at its limit: queue or refuse
+  kHeld,         // SLO routing holds it: no replica is predicted to meet its SLO now
   kUnreachable,  // no replica could be reached (or none exists)
   kRefused,      // admission refused (`refusal` says why)
 };

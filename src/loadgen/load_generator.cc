@@ -157,6 +157,9 @@ class Runner {
     req.set(http::field::host, spec_.host);
     req.set(http::field::content_type, "application/json");
     if (!spec_.strategy.empty()) req.set("routing-strategy", spec_.strategy);
+    if (record.request_class >= 0 && !spec_.mix[record.request_class].gpu.empty()) {
+      req.set("x-switchyard-gpu", spec_.mix[record.request_class].gpu);
+    }
     req.body() = bodies_[index];
     req.prepare_payload();
     stream->expires_after(std::chrono::nanoseconds(spec_.request_timeout));

@@ -31,6 +31,7 @@ struct RequestClass {
   int prompt_words_max = 16;
   int max_tokens_min = 32;
   int max_tokens_max = 32;
+  std::string gpu;  // sent as x-switchyard-gpu (the class is pinned to that GPU type); "" none
 };
 
 // 80 % chat (20–120 words ≈ 35–200 prompt tokens, 64–192 output tokens) and 20 % summarisation

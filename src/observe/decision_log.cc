@@ -54,6 +54,15 @@ void fillDecisionRecord(DecisionRecord& record, const routing::Decision& decisio
   record.pick_set = static_cast<uint16_t>(decision.pick_set);
   record.relaxed = decision.relaxed;
   record.affinity = decision.affinity;
+  record.hold = decision.hold;
+  record.slo = decision.slo != nullptr;
+  if (decision.slo != nullptr) {
+    record.slo_percentile = static_cast<uint8_t>(decision.slo->percentile);
+    record.slo_ttft_ms = static_cast<float>(decision.slo->ttft * 1e3);
+    record.slo_tpot_ms = static_cast<float>(decision.slo->tpot * 1e3);
+    record.slo_e2e_ms = static_cast<float>(decision.slo->e2e * 1e3);
+  }
+  record.slo_fallback = decision.slo_fallback;
   copyTruncated(record.request_id, request_id);
   copyTruncated(record.strategy, decision.strategy);
   // Keep the chosen row, then the rest in fleet order up to the limit.
@@ -61,7 +70,9 @@ void fillDecisionRecord(DecisionRecord& record, const routing::Decision& decisio
   auto add = [&](const routing::CandidateRow& row) {
     if (row.replica_index >= replica_slots.size()) return;
     record.rows[n++] = {replica_slots[row.replica_index], static_cast<uint8_t>(row.excluded),
-                        row.in_pick_set, row.score, row.synthetic_load};
+                        row.in_pick_set,    row.score,
+                        row.synthetic_load, row.predicted_ttft,
+                        row.predicted_tpot};
   };
   const routing::CandidateRow* chosen = decision.rowOf(decision.chosen);
   if (chosen != nullptr) add(*chosen);
@@ -128,6 +139,13 @@ std::string renderDecisionsJson(std::vector<DecisionRecord> records,
         out.append(R"("refused":null},)");
       }
     }
+    if (r.slo || r.hold || r.slo_fallback) {
+      fmt::format_to(std::back_inserter(out),
+                     R"("slo":{{"objective":{{"ttft_ms":{:g},"tpot_ms":{:g},"e2e_ms":{:g}}},)"
+                     R"("percentile":{},"hold":{},"fallback":"{}"}},)",
+                     r.slo_ttft_ms, r.slo_tpot_ms, r.slo_e2e_ms, r.slo_percentile, r.hold,
+                     r.slo_fallback ? "load-balance" : "none");
+    }
     out.append(R"("candidates":[)");
     for (size_t j = 0; j < r.row_count; ++j) {
       const DecisionRecord::Row& row = r.rows[j];
@@ -148,6 +166,11 @@ std::string renderDecisionsJson(std::vector<DecisionRecord> records,
           fmt::format_to(std::back_inserter(out), R"(,"synthetic_load":{})", row.synthetic_load);
         }
         if (row.in_pick_set) out.append(R"(,"in_pick_set":true)");
+        if (row.predicted_tpot >= 0) {
+          fmt::format_to(std::back_inserter(out),
+                         R"(,"predicted_ttft_ms":{:.1f},"predicted_tpot_ms":{:.2f})",
+                         row.predicted_ttft * 1e3, row.predicted_tpot * 1e3);
+        }
       }
       out.push_back('}');
     }
@@ -225,6 +248,8 @@ void appendDecisionHeader(std::string& out, const routing::Decision& decision,
   appendRows("; warming=", [](const routing::CandidateRow& r) { return r.synthetic_load > 0; },
              true);
   if (!cut && decision.affinity) out.append("; affinity=session");
+  if (!cut && decision.hold) out.append("; slo=hold");
+  if (!cut && decision.slo_fallback) out.append("; slo=fallback:load-balance");
   if (!cut && decision.relaxed) out.append("; relaxed=1");
   if (cut) out.append(kTruncated);
 }

@@ -31,6 +31,8 @@ struct DecisionRecord {
     bool in_pick_set = false;  // top-K: among the replicas the random pick was made from
     double score = 0;
     double synthetic_load = 0;  // slow start's part of the score
+    float predicted_ttft = -1;  // SLO routing: predicted latency (seconds; -1 none)
+    float predicted_tpot = -1;
   };
   int64_t unix_ns = 0;    // wall-clock time of the decision
   int64_t latency_ns = 0;  // time spent routing
@@ -47,6 +49,11 @@ struct DecisionRecord {
   uint16_t pick_set = 0;  // top-K set size; 0 when the lowest score won
   bool relaxed = false;
   bool affinity = false;  // the session's pinned replica was kept, without scoring
+  bool hold = false;          // SLO routing held the request: no replica would meet its SLO
+  bool slo_fallback = false;  // SLO routing had no profile for some replica: load-balance
+  bool slo = false;           // SLO routing took part: the objective below
+  uint8_t slo_percentile = 0;
+  float slo_ttft_ms = 0, slo_tpot_ms = 0, slo_e2e_ms = 0;  // 0: not part of the objective
   uint8_t client_cancelled = 0;  // CancelStage: the client left before the answer was complete
   // Admission (docs/admission.md), when a deadline or the queue took part; -1: not applicable.
   int32_t queued_ms = -1;     // time the request waited in the gateway's queue

@@ -64,6 +64,8 @@ std::string_view limitName(LimitKind kind) {
       return "queue_full";
     case LimitKind::kQueueTimeout:
       return "queue_timeout";
+    case LimitKind::kSloBreached:
+      return "slo_breached";
     case LimitKind::kOther:
     case LimitKind::kCount:
       break;

@@ -38,6 +38,7 @@ enum class LimitKind : uint8_t {
   kDeadline,            // the request cannot start and finish within its deadline
   kQueueFull,           // the gateway's queue for the model (or this client's part) is full
   kQueueTimeout,        // waited in the queue for max_wait without a slot
+  kSloBreached,         // held for the SLO (slo-least-load-pulling) until it could not be met
   kCount,
 };
 std::string_view limitName(LimitKind kind);

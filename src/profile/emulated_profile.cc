@@ -51,4 +51,26 @@ RawMeasurements sweepEmulated(const engine::PerfConfig& config,
   return raw;
 }
 
+EmulatedSweepOptions defaultEmulatedSweep(const Slo& slo, uint64_t seed) {
+  EmulatedSweepOptions options;
+  options.prompts = defaultPromptGrid();
+  options.outputs = defaultOutputGrid();
+  options.sweep.min_requests = 200;
+  options.sweep.max_requests = 1500;
+  options.sweep.stop_slo = slo;
+  options.seed = seed;
+  return options;
+}
+
+GpuProfile emulatedGpuProfile(const engine::PerfConfig& config, const Slo& slo, uint64_t seed) {
+  ProfileLabels labels;
+  labels.gpu = config.gpu;
+  labels.deployment = config.gpu;
+  labels.model = config.model;
+  GpuProfile built = buildProfile(sweepEmulated(config, defaultEmulatedSweep(slo, seed)), labels,
+                                  slo);
+  built.index();
+  return built;
+}
+
 }  // namespace switchyard::profile

@@ -32,4 +32,13 @@ double unloadedE2eSeconds(const engine::PerfConfig& config, int prompt_tokens, i
 RawMeasurements sweepEmulated(const engine::PerfConfig& config,
                               const EmulatedSweepOptions& options);
 
+// The options `gen-profile --emulated` starts from: the default grid, and more requests per step
+// than an HTTP sweep (virtual time is cheap), stopping each cell's ladder once `slo` breaks.
+EmulatedSweepOptions defaultEmulatedSweep(const Slo& slo, uint64_t seed = 1);
+
+// A whole profile of the engine model on `config`'s GPU at `slo` (the default sweep): what SLO
+// routing uses for `profiles: { GPU: emulated }`. About a second per GPU type; start-up only.
+GpuProfile emulatedGpuProfile(const engine::PerfConfig& config, const Slo& slo,
+                              uint64_t seed = 1);
+
 }  // namespace switchyard::profile

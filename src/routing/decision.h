@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "profile/profile.h"
 #include "routing/strategy.h"
 
 namespace switchyard::routing {
@@ -19,6 +20,7 @@ enum class Exclusion : uint8_t {
   kHalfOpenBusy,       // recovering: its one trial request is already in flight
   kSaturated,          // at the model's in-flight limit per replica
   kFailedThisRequest,  // already tried for this request and failed before responding
+  kOtherGpu,           // not of the GPU type the request asked for (x-switchyard-gpu)
 };
 
 std::string_view exclusionName(Exclusion reason);
@@ -30,6 +32,8 @@ struct CandidateRow {
   double synthetic_load = 0;  // slow start's share of `score` (a warming replica), in requests
   bool in_pick_set = false;   // top-K: one of the replicas the random pick was among; band:
                               // within the band the fastest was chosen from
+  float predicted_ttft = -1;  // SLO routing: predicted latency here (seconds; -1 unknown)
+  float predicted_tpot = -1;
 };
 
 struct Decision {
@@ -44,6 +48,13 @@ struct Decision {
   uint32_t pick_set = 0;  // top-K / band: how many candidates the pick was among (0: lowest won)
   // Candidate sampling: how many replicas were drawn and considered (0: every replica was).
   uint32_t sampled = 0;
+  // SLO routing: every candidate was predicted to miss the SLO and the strategy asked to hold
+  // the request at the gateway (chosen is -1); or some candidate had no profile and the
+  // strategy scored like load-balance instead.
+  bool hold = false;
+  bool slo_fallback = false;
+  // SLO routing took part: the objective requests were held to (the model's; nullptr otherwise).
+  const profile::Slo* slo = nullptr;
   // One row per replica considered, filled always (cheap): every replica in fleet order
   // (rows[i] is replica i), or the sample's in the order drawn.
   std::span<const CandidateRow> rows;

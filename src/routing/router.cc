@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "profile/slo_profiles.h"
+
 namespace switchyard::routing {
 namespace {
 
@@ -41,6 +43,8 @@ std::string_view exclusionName(Exclusion reason) {
       return "saturated";
     case Exclusion::kFailedThisRequest:
       return "failed_this_request";
+    case Exclusion::kOtherGpu:
+      return "other_gpu";
   }
   return "unknown";
 }
@@ -154,6 +158,8 @@ class Filters {
         std::find(request_.tried.begin(), request_.tried.end(), static_cast<int>(i)) !=
             request_.tried.end()) {
       row.excluded = Exclusion::kFailedThisRequest;
+    } else if (!request_.gpu.empty() && model_.replicas[i].gpu != request_.gpu) {
+      row.excluded = Exclusion::kOtherGpu;
     } else if (max_inflight_ > 0 && replica.globalRunning() >= max_inflight_) {
       row.excluded = Exclusion::kSaturated;
       ++decision_.saturated;
@@ -298,12 +304,15 @@ Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& mo
   scratch.tiebreak.assign(m, 0.0);
   ScoreNote alone;  // the note of a strategy used alone: it may ask for the top-K picker
   bool eased = false;  // the inputs table holds slow start's synthetic loads
+  bool predicted = false;  // ... and SLO routing's predicted latencies
   if (count == 1) {
     scratch.scores.resize(m);  // a strategy writes every score
     alone = parts[0].strategy->score(context, scratch.candidates, scratch.scores,
                                      scratch.tiebreak);
     decision.relaxed = alone.relaxed;
     eased = alone.eased;
+    predicted = alone.predicted;
+    decision.slo_fallback = alone.fallback;
   } else {
     scratch.scores.assign(m, 0.0);
     scratch.component.resize(m);
@@ -315,6 +324,8 @@ Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& mo
                                                       scratch.component_tiebreak);
       decision.relaxed |= note.relaxed;
       eased |= note.eased;
+      predicted |= note.predicted;
+      decision.slo_fallback |= note.fallback;
       normalise(scratch.component);
       for (size_t i = 0; i < m; ++i) {
         scratch.scores[i] += parts[c].weight * scratch.component[i];
@@ -326,6 +337,18 @@ Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& mo
     CandidateRow& row = scratch.rows[candidate_rows[i]];
     row.score = scratch.scores[i];
     if (eased) row.synthetic_load = scratch.inputs[i].synthetic_load;
+    if (predicted) {
+      row.predicted_ttft = static_cast<float>(scratch.inputs[i].predicted_ttft);
+      row.predicted_tpot = static_cast<float>(scratch.inputs[i].predicted_tpot);
+    }
+  }
+  if ((predicted || decision.slo_fallback) && model.slo != nullptr) {
+    decision.slo = &model.slo->objective;
+  }
+  if (alone.hold) {
+    // Every candidate would miss the SLO: nothing is chosen, the request waits at the gateway.
+    decision.hold = true;
+    return decision;
   }
   int picked = -1;
   // The top-K and band pickers choose among the scores up to a cutoff: that set is recorded.

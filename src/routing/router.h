@@ -23,6 +23,9 @@ struct RouteRequest {
   RequestShape shape;
   bool dry_run = false;  // score for a debug view: no state (e.g. round-robin's cursor) moves
   int preferred = -1;    // a replica to keep if it passes the filters (a session's pin)
+  // Only replicas whose `gpu` label is this (the request's x-switchyard-gpu header: a hardware
+  // class the client asks for); empty: any.
+  std::string_view gpu;
 };
 
 inline constexpr double kInfPenalty = 2.0;

@@ -38,6 +38,10 @@ struct CandidateInputs {
   // left explained.
   double synthetic_load = 0;  // in requests, included in `running` where a strategy adds it
   double warmth = 1;          // progress through the ramp, 0 just ready .. 1 established
+  // SLO routing: the request's predicted latency on the candidate at the percentile of the
+  // objective (seconds; -1 unknown). A strategy that fills these says so (ScoreNote::predicted).
+  double predicted_ttft = -1;
+  double predicted_tpot = -1;
 };
 
 struct ScoringContext {
@@ -65,6 +69,13 @@ struct ScoreNote {
   // ScoringContext::inputs holds every candidate's slow-start fields (synthetic_load, warmth);
   // without it the router records no synthetic load.
   bool eased = false;
+  // ScoringContext::inputs holds every candidate's predicted latency (SLO routing).
+  bool predicted = false;
+  // Every candidate is predicted to miss the SLO: the request should wait at the gateway rather
+  // than be sent now (slo-least-load-pulling). Honoured when the strategy is used alone.
+  bool hold = false;
+  // The strategy had no profile for some candidate and scored like load-balance instead.
+  bool fallback = false;
 };
 
 class Strategy {

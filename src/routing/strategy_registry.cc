@@ -7,6 +7,7 @@
 #include "routing/strategies/load_balance.h"
 #include "routing/strategies/random.h"
 #include "routing/strategies/round_robin.h"
+#include "routing/strategies/slo.h"
 #include "routing/strategy.h"
 
 namespace switchyard::routing {
@@ -19,13 +20,21 @@ const LeastRequestTopKStrategy kLeastRequestTopK;
 const LeastKvCacheStrategy kLeastKvCache;
 const LoadBalanceStrategy kLoadBalance;
 const ShapeAwareLoadBalanceStrategy kShapeAwareLoadBalance;
+// `slo` is slo-least-load-pulling under its short name, as the product page defines it.
+const SloStrategy kSlo("slo", SloVariant::kLeastLoadPulling);
+const SloStrategy kSloPackLoad("slo-pack-load", SloVariant::kPackLoad);
+const SloStrategy kSloLeastLoad("slo-least-load", SloVariant::kLeastLoad);
+const SloStrategy kSloLeastLoadPulling("slo-least-load-pulling", SloVariant::kLeastLoadPulling);
 
-constexpr std::array<const Strategy*, 7> kStrategies = {
-    &kRandom,       &kRoundRobin,  &kLeastRequest,         &kLeastRequestTopK,
-    &kLeastKvCache, &kLoadBalance, &kShapeAwareLoadBalance};
-constexpr std::array<std::string_view, 7> kNames = {
-    "random",         "round-robin",  "least-request",           "least-request-top-k",
-    "least-kv-cache", "load-balance", "load-balance-shape-aware"};
+constexpr std::array<const Strategy*, 11> kStrategies = {
+    &kRandom,       &kRoundRobin,  &kLeastRequest,          &kLeastRequestTopK,
+    &kLeastKvCache, &kLoadBalance, &kShapeAwareLoadBalance, &kSlo,
+    &kSloPackLoad,  &kSloLeastLoad, &kSloLeastLoadPulling};
+constexpr std::array<std::string_view, 11> kNames = {
+    "random",         "round-robin",   "least-request",
+    "least-request-top-k", "least-kv-cache", "load-balance",
+    "load-balance-shape-aware", "slo", "slo-pack-load",
+    "slo-least-load", "slo-least-load-pulling"};
 
 }  // namespace
 

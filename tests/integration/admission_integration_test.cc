@@ -20,12 +20,13 @@ double engineRunning(uint16_t engine_port) {
 
 class AdmissionTest : public ::testing::Test {
  protected:
-  void start(const std::string& admission) {
+  void start(const std::string& admission, int limit = 1) {
     engine_ = startEngine("A100");
     config_ = std::make_unique<TempFile>(
         "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nworkers: 1\n"
         "admission: " + admission + "\n"
-        "models:\n  - name: llama2-7b\n    limits: { max_inflight_per_replica: 1 }\n"
+        "models:\n  - name: llama2-7b\n    limits: { max_inflight_per_replica: " +
+            std::to_string(limit) + " }\n"
         "    replicas:\n" + replicaLine(engine_->port(), "A100"),
         ".yaml");
     gateway_ = std::make_unique<Process>(
@@ -78,6 +79,32 @@ TEST_F(AdmissionTest, QueuedRequestsWaitTheirTurnAndAllSucceed) {
   EXPECT_EQ(metricSample(page, "switchyard_demand_requests_total{model=\"llama2-7b\"}"), 4.0);
   EXPECT_GE(metricSample(page, "switchyard_queue_wait_seconds_count{model=\"llama2-7b\"}"), 1.0);
   EXPECT_EQ(metricSample(page, "switchyard_queue_depth{model=\"llama2-7b\"}"), 0.0);
+}
+
+// A request taken from the queue gives up its place once admitted: the next one starts when the
+// next slot frees, not when the first one's answer ends.
+TEST_F(AdmissionTest, AnAdmittedRequestNoLongerHoldsTheQueue) {
+  start("{ queue: fifo, recheck_ms: 20 }", 2);
+  const auto depth = [&] {
+    return metricSample(metrics(), "switchyard_queue_depth{model=\"llama2-7b\"}");
+  };
+  std::atomic<bool> long_done{false};
+  std::atomic<bool> last_done_first{false};
+  std::thread first([&] { EXPECT_EQ(chat(10).status, 200); });
+  std::thread second([&] { EXPECT_EQ(chat(100).status, 200); });
+  ASSERT_TRUE(waitUntil([&] { return engineRunning(engine_->port()) == 2.0; }, 5s));
+  // Queued behind both: a long request, then a short one.
+  std::thread queued_long([&] {
+    EXPECT_EQ(chat(800).status, 200);
+    long_done = true;
+  });
+  ASSERT_TRUE(waitUntil([&] { return depth() == 1.0; }, 5s));
+  std::thread queued_short([&] {
+    EXPECT_EQ(chat(4).status, 200);
+    last_done_first = !long_done.load();
+  });
+  for (std::thread* t : {&first, &second, &queued_short, &queued_long}) t->join();
+  EXPECT_TRUE(last_done_first.load()) << "the short request waited for the long one's answer";
 }
 
 TEST_F(AdmissionTest, ARequestThatCannotFinishInTimeIsRefusedWithDeadlineUnattainable) {

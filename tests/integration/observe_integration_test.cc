@@ -109,12 +109,14 @@ TEST(ObserveTest, MetricsPassPromtoolAndCountTraffic) {
                                  replica + "\",strategy=\"least-request\",code=\"2xx\"}");
   };
   // A request is counted when its handler finishes, just after the client got its answer: the
-  // last one may land a moment after the client moved on.
+  // last ones may land a moment after the client moved on.
   HttpResult metrics;
   EXPECT_TRUE(waitUntil(
       [&] {
         metrics = httpRequest(gateway.admin(), "GET", "/metrics");
-        return served(metrics.body, replica_a) + served(metrics.body, replica_b) == 6;
+        return served(metrics.body, replica_a) + served(metrics.body, replica_b) == 6 &&
+               metricValue(metrics.body, "switchyard_requests_total{model=\"\",replica=\"\","
+                                         "strategy=\"\",code=\"4xx\"}") == 1;
       },
       3s))
       << metrics.body;

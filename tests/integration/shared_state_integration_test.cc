@@ -233,7 +233,7 @@ TEST_F(SharedStateTest, RedisLostMidLoadCostsNoRequestAndSharedModeResumes) {
   std::string bad_body;
   for (int i = 0; i < 4; ++i) {
     clients.emplace_back([&, i] {
-      for (int n = 0; n < 400 && !stop.load(); ++n) {
+      for (int n = 0; n < 1500 && !stop.load(); ++n) {
         const HttpResult r = httpRequest(port(i % 2), "POST", "/v1/chat/completions",
                                          chatBody("llama2-7b", 2), kJson, 10s);
         if (r.status == 200) {
@@ -262,25 +262,39 @@ TEST_F(SharedStateTest, RedisLostMidLoadCostsNoRequestAndSharedModeResumes) {
         5s))
         << metrics(g);
   }
-  const double calls_before = metricSample(metrics(0), "switchyard_shared_state_calls_total{role=\"request\"}");
-  const double degraded_before =
-      metricSample(metrics(0), "switchyard_shared_state_degraded_total{role=\"request\"}");
-  std::this_thread::sleep_for(500ms);
+  const std::string calls_series = "switchyard_shared_state_calls_total{role=\"request\"}";
+  const std::string degraded_series = "switchyard_shared_state_degraded_total{role=\"request\"}";
+  const double calls_before = metricSample(metrics(0), calls_series);
+  // Shared mode resumes: within a deadline, each gateway makes a run of request-path calls of
+  // which none is degraded. (A fixed ratio over a fixed time fails on a loaded machine, where a
+  // call now and then outlives its timeout; a gateway that never resumed never has such a run.)
+  for (size_t g = 0; g < 2; ++g) {
+    double run_start_calls = metricSample(metrics(g), calls_series);
+    double run_start_degraded = metricSample(metrics(g), degraded_series);
+    EXPECT_TRUE(waitUntil(
+        [&] {
+          const std::string page = metrics(g);
+          const double calls = metricSample(page, calls_series);
+          const double degraded = metricSample(page, degraded_series);
+          if (degraded != run_start_degraded) {  // a degraded call: the run starts over
+            run_start_calls = calls;
+            run_start_degraded = degraded;
+            return false;
+          }
+          return calls - run_start_calls >= 20;
+        },
+        15s))
+        << "gateway " << g << " made no run of 20 calls without a degraded one:\n"
+        << metrics(g);
+  }
   stop = true;
   for (auto& t : clients) t.join();
   const std::string page = metrics(0);
   EXPECT_EQ(bad.load(), 0) << bad_body;
   EXPECT_GT(ok.load(), 20);
   EXPECT_GT(degraded_while_down, 0.0);  // the outage was noticed and decided locally
-  // After the restart, calls are answered again: more calls, (almost) no new degraded ones.
-  EXPECT_GT(metricSample(page, "switchyard_shared_state_calls_total{role=\"request\"}"),
-            calls_before);
-  const double new_calls =
-      metricSample(page, "switchyard_shared_state_calls_total{role=\"request\"}") - calls_before;
-  const double new_degraded =
-      metricSample(page, "switchyard_shared_state_degraded_total{role=\"request\"}") -
-      degraded_before;
-  EXPECT_LE(new_degraded, 0.1 * new_calls);  // a rare timeout on a loaded machine at most
+  // After the restart, calls are answered again.
+  EXPECT_GT(metricSample(page, calls_series), calls_before);
   EXPECT_TRUE(seesLiveGateways(0, 2));
 }
 
@@ -331,6 +345,57 @@ TEST_F(SharedStateTest, CapacityIsLearnedFromEveryGatewaysTraffic) {
       << fleet.body;
   EXPECT_GT(mean, learned(1) / 3) << fleet.body;
   EXPECT_LT(mean, learned(1) * 3) << fleet.body;
+}
+
+// Requests admitted locally while Redis was away are counted there once the gateway has given
+// Redis its counts again; when they end they must leave Redis's count too, or the replica stays
+// full in every gateway's eyes.
+TEST_F(SharedStateTest, RequestsAdmittedWhileRedisWasAwayAreReleasedThereToo) {
+  startEngines(1);
+  startGateways(1, "    limits: { max_inflight_per_replica: 4 }\n");
+  waitForLiveGateways(1);
+  redis_.stop(/*kill=*/true);
+  std::vector<std::thread> long_requests;
+  for (int i = 0; i < 3; ++i) {
+    long_requests.emplace_back([&] {
+      const HttpResult r = httpRequest(port(0), "POST", "/v1/chat/completions",
+                                       chatBody("llama2-7b", 400), kJson, 30s);
+      EXPECT_EQ(r.status, 200) << r.body << r.error;
+    });
+  }
+  ASSERT_TRUE(waitUntil([&] { return engineRunning(engines_[0]->port()) == 3.0; }, 5s));
+  redis_.start();
+  // The sync rewrites this gateway's counts (3 in flight) once Redis answers again.
+  ASSERT_TRUE(waitUntil(
+      [&] {
+        return metricSample(metrics(0), "switchyard_shared_state_connected{role=\"sync\"}") ==
+                   1.0 &&
+               metricSample(metrics(0), "switchyard_shared_state_connected{role=\"request\"}") ==
+                   2.0;
+      },
+      5s))
+      << metrics(0);
+  std::this_thread::sleep_for(300ms);  // a few sync cycles
+  for (auto& t : long_requests) t.join();
+  // The replica is empty: a burst of its limit is admitted whole.
+  std::atomic<int> ok{0};
+  std::string refused;
+  std::mutex refused_mutex;
+  std::vector<std::thread> burst;
+  for (int i = 0; i < 4; ++i) {
+    burst.emplace_back([&] {
+      const HttpResult r = httpRequest(port(0), "POST", "/v1/chat/completions",
+                                       chatBody("llama2-7b", 20), kJson, 10s);
+      if (r.status == 200) {
+        ++ok;
+      } else {
+        std::lock_guard lock(refused_mutex);
+        refused = std::to_string(r.status) + " " + r.body;
+      }
+    });
+  }
+  for (auto& t : burst) t.join();
+  EXPECT_EQ(ok.load(), 4) << refused;
 }
 
 }  // namespace

@@ -1,0 +1,101 @@
+// SLO routing end to end: a gateway whose model has an SLO and emulated profiles for its two GPU
+// types routes by predicted latency, explains each decision (predictions per candidate, the
+// objective), pins a GPU type on request (x-switchyard-gpu), and refuses a bad `slo:` at load.
+// Emulated A10 and L20 engines on loopback.
+#include <gtest/gtest.h>
+
+#include "gateway_harness.h"
+
+namespace switchyard::testing {
+namespace {
+
+// A chat request whose prompt is about `prompt_tokens` tokens (4 bytes each).
+std::string longChat(int prompt_tokens, int max_tokens) {
+  std::string words;
+  words.reserve(static_cast<size_t>(prompt_tokens) * 4);
+  for (int i = 0; i < prompt_tokens; ++i) words += "tok ";
+  return "{\"model\":\"llama2-7b\",\"messages\":[{\"role\":\"user\",\"content\":\"" + words +
+         "\"}],\"max_tokens\":" + std::to_string(max_tokens) + "}";
+}
+
+class SloRoutingGatewayTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    a10_ = startEngine("A10");
+    l20_ = startEngine("L20");
+    config_ = std::make_unique<TempFile>(
+        "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nworkers: 1\n"
+        "models:\n  - name: llama2-7b\n    routing_strategy: slo\n"
+        "    slo: { objective: tpot=50ms, percentile: 99,"
+        " profiles: { A10: emulated, L20: emulated } }\n"
+        "    replicas:\n" +
+            replicaLine(a10_->port(), "A10") + replicaLine(l20_->port(), "L20"),
+        ".yaml");
+    gateway_ =
+        std::make_unique<Process>(std::vector<std::string>{"gateway", "--config", config_->path()});
+    ASSERT_NE(gateway_->port(1), 0);
+  }
+  HttpResult chat(const std::string& body, Headers headers = kJson) {
+    return httpRequest(gateway_->port(0), "POST", "/v1/chat/completions", body, std::move(headers),
+                       60s);
+  }
+  std::string address(const std::unique_ptr<Process>& engine) {
+    return "127.0.0.1:" + std::to_string(engine->port());
+  }
+
+  std::unique_ptr<Process> a10_, l20_;
+  std::unique_ptr<TempFile> config_;
+  std::unique_ptr<Process> gateway_;
+};
+
+TEST_F(SloRoutingGatewayTest, DecisionsCarryPredictionsAndTheObjective) {
+  const HttpResult r = chat(chatBody("llama2-7b", 16));
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::string decisions = httpRequest(gateway_->port(1), "GET", "/debug/decisions").body;
+  EXPECT_NE(decisions.find("\"predicted_tpot_ms\""), std::string::npos) << decisions;
+  EXPECT_NE(decisions.find("\"predicted_ttft_ms\""), std::string::npos) << decisions;
+  EXPECT_NE(decisions.find("\"tpot_ms\":50"), std::string::npos) << decisions;
+  EXPECT_NE(decisions.find("\"percentile\":99"), std::string::npos) << decisions;
+  EXPECT_NE(decisions.find("\"fallback\":\"none\""), std::string::npos) << decisions;
+}
+
+TEST_F(SloRoutingGatewayTest, ALongPromptGoesWhereItsTokensAreFastEnough) {
+  // A 4k-token prompt: the A10's chunked prefill stalls its decode; the L20 meets the SLO.
+  for (int i = 0; i < 3; ++i) {
+    const HttpResult r = chat(longChat(4000, 8));
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.header("target-pod"), address(l20_));
+  }
+}
+
+TEST_F(SloRoutingGatewayTest, AGpuTypeCanBePinnedAndAnUnknownOneIsRefused) {
+  for (int i = 0; i < 3; ++i) {
+    Headers pinned = kJson;
+    pinned.push_back({"x-switchyard-gpu", "A10"});
+    const HttpResult r = chat(chatBody("llama2-7b", 4), pinned);
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.header("target-pod"), address(a10_));
+  }
+  Headers unknown = kJson;
+  unknown.push_back({"x-switchyard-gpu", "H100"});
+  const HttpResult refused = chat(chatBody("llama2-7b", 4), unknown);
+  EXPECT_EQ(refused.status, 400);
+  EXPECT_NE(refused.body.find("gpu_not_served"), std::string::npos) << refused.body;
+}
+
+TEST(SloRoutingConfigTest, AProfileFileThatDoesNotExistIsALoadError) {
+  TempFile config(
+      "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nworkers: 1\n"
+      "models:\n  - name: llama2-7b\n    routing_strategy: slo\n"
+      "    slo: { objective: tpot=50ms, profiles: { A10: /nonexistent/a10.json } }\n"
+      "    replicas:\n      - address: 127.0.0.1:9\n        labels: { gpu: A10 }\n",
+      ".yaml");
+  auto process = spawnSwitchyard({"gateway", "--config", config.path()});
+  EXPECT_TRUE(process->waitForListening(deadlineIn(kStartTimeout)).empty());
+  const std::optional<int> status = process->waitExit(deadlineIn(10s));
+  ASSERT_TRUE(status.has_value());
+  EXPECT_NE(*status, 0);
+}
+
+}  // namespace
+}  // namespace switchyard::testing
