@@ -2,7 +2,8 @@
 JOBS ?= $(shell nproc)
 
 .PHONY: deps build build-debug test test-release test-debug tsan demo bench bench-faults \
-	bench-hetero bench-stampede bench-optimizer bench-chaos fuzz-smoke fuzz-campaign bench-tls clean
+	bench-hetero bench-stampede bench-optimizer bench-chaos bench-control-plane bench-slo \
+	fuzz-smoke fuzz-campaign bench-tls clean
 
 deps:
 	bash scripts/install-deps.sh
@@ -49,6 +50,13 @@ bench-hetero: build
 bench-stampede: build
 	bash bench/e2e/stampede.sh
 
+# SLO routing on the product page's experiment (A10 + L20, chat + 4k-token code prompts, P99
+# TPOT 50 ms; 8 strategies incl. the fixed Oracle), then a 2x surge against 30 s client deadlines
+# with admission off / fifo / deadline. About 15 min; tables, CSV and PNG in build/bench-slo/.
+# SLO_* and SURGE_* knobs: see bench/e2e/slo.sh and bench/e2e/surge.py.
+bench-slo: build
+	bash bench/e2e/slo.sh
+
 # The GPU-mix optimizer on the product page's experiment (A10 + L20, chat + long prompts, P99
 # TPOT 50 ms): recommended mix vs the cheapest homogeneous fleet, the mix run on emulated engines,
 # and the sweep of the long-prompt share. CSV, PNG and log in build/bench-optimizer/; OPT_* knobs:
@@ -82,6 +90,13 @@ bench-tls: build
 # Report, CSV and PNG in build/bench-chaos/. CHAOS_* knobs: see bench/e2e/chaos.sh.
 bench-chaos: build
 	bash bench/e2e/chaos.sh
+
+# The control plane at 256 / 1,024 / 4,096 emulated replicas, 1 and 3 gateways on Redis, idle and
+# light load: CPU, scrape rates, Redis cost, signal age, RSS, reload time. CSV, table and PNGs in
+# build/bench-control-plane/. BASELINE=/path/to/older/switchyard adds the before runs (about
+# 12 min then); CP_* knobs: see bench/e2e/control_plane.sh.
+bench-control-plane: build
+	bash bench/e2e/control_plane.sh
 
 clean:
 	rm -rf build

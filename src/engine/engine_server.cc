@@ -376,6 +376,7 @@ class Replica {
         co_return co_await write(stream, http::status::not_found, version, keep_alive, "text/plain",
                                  "Not Found\n");
       }
+      ++counters_.metrics_scrapes_total;
       // A named local: g++ 12 destroys a conditional's temporary twice inside co_await.
       std::string body = faults_.metrics_stale ? stale_metrics_ : renderCurrentMetrics();
       co_return co_await write(stream, http::status::ok, version, keep_alive,

@@ -560,6 +560,10 @@ std::string renderMetrics(Flavor flavor, std::string_view model, const EngineLoa
   appendMetric(out, "switchyard_engine_busy_seconds_total", "counter",
                "Seconds the emulated engine had at least one request in its batch.", label,
                load.busy_seconds_total);
+  // How often the replica is scraped: what a fleet of gateways costs each engine.
+  appendMetric(out, "switchyard_engine_metrics_scrapes_total", "counter",
+               "GET /metrics requests served, this one included.", label,
+               static_cast<double>(counters.metrics_scrapes_total));
   return out;
 }
 

@@ -123,13 +123,15 @@ struct EngineCounters {
   EngineCounters();
   int64_t prompt_tokens_total = 0;
   int64_t generation_tokens_total = 0;
+  int64_t metrics_scrapes_total = 0;  // GET /metrics served, this one included
   Histogram time_to_first_token;  // seconds, arrival to first token
   Histogram inter_token_latency;  // seconds between consecutive tokens of a request
   Histogram e2e_latency;          // seconds, arrival to last token
   Histogram queue_time;           // seconds, arrival to first scheduled
 };
 // Prometheus text format 0.0.4 in the flavor's metric names, plus
-// switchyard_engine_busy_seconds_total. `nan_kv_usage` reports KV usage as NaN (a fault).
+// switchyard_engine_busy_seconds_total and switchyard_engine_metrics_scrapes_total.
+// `nan_kv_usage` reports KV usage as NaN (a fault).
 std::string renderMetrics(Flavor flavor, std::string_view model, const EngineLoad& load,
                           const EngineCounters& counters, bool nan_kv_usage = false);
 

@@ -37,31 +37,86 @@ struct Accumulator {
   double result() const { return valid() ? value : EngineSignals::kUnknown; }
 };
 
+// The families the gateway reads. Everything else on a /metrics page (histogram buckets are most
+// of it) is skipped after a look at its name, without parsing labels or values.
+enum class Family : uint8_t {
+  kNone,
+  kRunning,
+  kWaiting,
+  kKvNew,
+  kKvOld,
+  kKvCpu,
+  kSgRunning,
+  kSgWaiting,
+  kSgKv
+};
+
+Family familyOf(std::string_view name) {
+  switch (name.size()) {
+    case 25:
+      if (name == "vllm:num_requests_running") return Family::kRunning;
+      if (name == "vllm:num_requests_waiting") return Family::kWaiting;
+      if (name == "vllm:gpu_cache_usage_perc") return Family::kKvOld;
+      if (name == "vllm:cpu_cache_usage_perc") return Family::kKvCpu;
+      return Family::kNone;
+    case 24: return name == "vllm:kv_cache_usage_perc" ? Family::kKvNew : Family::kNone;
+    case 23: return name == "sglang:num_running_reqs" ? Family::kSgRunning : Family::kNone;
+    case 21: return name == "sglang:num_queue_reqs" ? Family::kSgWaiting : Family::kNone;
+    case 18: return name == "sglang:token_usage" ? Family::kSgKv : Family::kNone;
+    default: return Family::kNone;
+  }
+}
+
+bool isNameChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+         c == '_' || c == ':';
+}
+
+// The metric name a sample line starts with, or empty for comments and blank lines. A line with
+// leading blanks is rare enough to take the full parse.
+std::string_view leadingName(std::string_view line) {
+  size_t i = 0;
+  while (i < line.size() && isNameChar(line[i])) ++i;
+  return line.substr(0, i);
+}
+
 }  // namespace
 
 EngineSignals parseEngineSignals(std::string_view prometheus_text) {
   Accumulator running, waiting, kv_new, kv_old, kv_cpu, sg_running, sg_waiting, sg_kv;
-  forEachPrometheusSample(prometheus_text, [&](const PrometheusSample& s) {
-    // Cheap reject: every name we want carries an engine prefix ending in ':'.
-    if (s.name.size() < 7) return;
-    if (s.name == "vllm:num_requests_running") {
-      running.addCount(s.value);
-    } else if (s.name == "vllm:num_requests_waiting") {
-      waiting.addCount(s.value);
-    } else if (s.name == "vllm:kv_cache_usage_perc") {
-      kv_new.addFraction(s.value);
-    } else if (s.name == "vllm:gpu_cache_usage_perc") {
-      kv_old.addFraction(s.value);
-    } else if (s.name == "vllm:cpu_cache_usage_perc") {
-      kv_cpu.addFraction(s.value);
-    } else if (s.name == "sglang:num_running_reqs") {
-      sg_running.addCount(s.value);
-    } else if (s.name == "sglang:num_queue_reqs") {
-      sg_waiting.addCount(s.value);
-    } else if (s.name == "sglang:token_usage") {
-      sg_kv.addFraction(s.value);
+  std::string_view text = prometheus_text;
+  while (!text.empty()) {
+    const size_t end = text.find('\n');
+    const std::string_view line = text.substr(0, end);
+    text = end == std::string_view::npos ? std::string_view{} : text.substr(end + 1);
+    // Every family we read carries an engine prefix: "vllm:" or "sglang:".
+    if (line.size() < 18 || (line[0] != 'v' && line[0] != 's' && line[0] != ' ' &&
+                             line[0] != '\t')) {
+      continue;
     }
-  });
+    Family family = familyOf(leadingName(line));
+    PrometheusSample s;
+    bool malformed = false;
+    if (line[0] == ' ' || line[0] == '\t') {
+      if (!internal::parsePrometheusLine(line, s, malformed)) continue;
+      family = familyOf(s.name);
+      if (family == Family::kNone) continue;
+    } else {
+      if (family == Family::kNone) continue;
+      if (!internal::parsePrometheusLine(line, s, malformed)) continue;
+    }
+    switch (family) {
+      case Family::kRunning: running.addCount(s.value); break;
+      case Family::kWaiting: waiting.addCount(s.value); break;
+      case Family::kKvNew: kv_new.addFraction(s.value); break;
+      case Family::kKvOld: kv_old.addFraction(s.value); break;
+      case Family::kKvCpu: kv_cpu.addFraction(s.value); break;
+      case Family::kSgRunning: sg_running.addCount(s.value); break;
+      case Family::kSgWaiting: sg_waiting.addCount(s.value); break;
+      case Family::kSgKv: sg_kv.addFraction(s.value); break;
+      case Family::kNone: break;
+    }
+  }
 
   // vLLM and SGLang names never appear together in practice; if they do, vLLM's win.
   auto pick = [](const Accumulator& a, const Accumulator& b) {

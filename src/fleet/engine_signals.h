@@ -26,7 +26,9 @@ struct EngineSignals {
   bool hasCpuKvUsage() const { return !std::isnan(cpu_kv_usage); }
 };
 
-// Maps the Prometheus text exposition of a vLLM or SGLang engine to EngineSignals.
+// Maps the Prometheus text exposition of a vLLM or SGLang engine to EngineSignals. Only lines
+// whose metric name is one of the names below are parsed; the rest are skipped by name, so the
+// cost is one pass over the bytes plus a full parse of a handful of lines. No allocation.
 // Recognised names: vllm:num_requests_running, vllm:num_requests_waiting,
 // vllm:kv_cache_usage_perc (preferred) or the older vllm:gpu_cache_usage_perc,
 // vllm:cpu_cache_usage_perc;

@@ -29,10 +29,11 @@ bool splitHostPort(std::string_view address, std::string& host, uint16_t& port) 
 void FleetRegistry::apply(const std::vector<ModelSpec>& models, TimeNs signal_max_age,
                           const std::string& default_strategy,
                           double auto_blend_load_balance_weight, TimeNs now) {
+  // Built without the lock: only this (control) thread writes by_address_ and runtimes_, and the
+  // readers of latest() must not wait for a rebuild of thousands of replicas.
   auto snapshot = std::make_shared<FleetSnapshot>();
   snapshot->default_strategy = default_strategy;
   snapshot->auto_blend_load_balance_weight = auto_blend_load_balance_weight;
-  std::lock_guard lock(mutex_);
   snapshot->version = version_.load(std::memory_order_relaxed) + 1;
   snapshot->signal_max_age = signal_max_age;
 
@@ -84,14 +85,31 @@ void FleetRegistry::apply(const std::vector<ModelSpec>& models, TimeNs signal_ma
       if (model.slo) model.replica_profiles.push_back(model.slo->forGpu(replica.gpu));
     }
   }
-  by_address_ = std::move(kept);
-  runtimes_ = std::move(kept_runtimes);
-  snapshot_ = std::move(snapshot);
-  for (const ModelEntry& model : snapshot_->models) {
+  for (const ModelEntry& model : snapshot->models) {
     rescaleRateLimit(model, -1);
     refreshLearnedMeans(model);
   }
-  version_.store(snapshot_->version, std::memory_order_release);
+  std::shared_ptr<const FleetSnapshot> previous;
+  std::map<std::string, std::shared_ptr<ReplicaState>> left;
+  {
+    std::lock_guard lock(mutex_);
+    left.swap(by_address_);
+    by_address_ = std::move(kept);
+    runtimes_ = std::move(kept_runtimes);
+    previous = std::move(snapshot_);
+    snapshot_ = std::move(snapshot);
+    version_.store(snapshot_->version, std::memory_order_release);
+  }
+  // The previous snapshot dies here, on the control thread, once no worker holds it any more:
+  // freeing thousands of entries is not work for the request path.
+  if (previous) retired_.push_back(std::move(previous));
+  collectRetired();
+}
+
+void FleetRegistry::collectRetired() {
+  std::erase_if(retired_, [](const std::shared_ptr<const FleetSnapshot>& s) {
+    return s.use_count() == 1;
+  });
 }
 
 void rescaleRateLimit(const ModelEntry& model, int routable) {

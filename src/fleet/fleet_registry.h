@@ -2,9 +2,11 @@
 //
 // apply() is called on the control thread with the desired fleet (from static config now, from
 // Kubernetes discovery later); it reuses the ReplicaState of every replica that stays, so live
-// counters survive reloads, and swaps in a new snapshot. Workers call current() on every
-// request: it is one relaxed atomic load in the steady state, and takes a short mutex only in
-// the rare request that first sees a new version (RCU-style, per worker cache).
+// counters survive reloads, and swaps in a new snapshot. The snapshot is built outside the lock
+// (readers never wait for a rebuild) and a replaced one is freed on the control thread
+// (collectRetired), never by the worker that happens to drop it last. Workers call current() on
+// every request: it is one relaxed atomic load in the steady state, and takes a short mutex only
+// in the rare request that first sees a new version (RCU-style, per worker cache).
 #pragma once
 
 #include <atomic>
@@ -57,12 +59,19 @@ class FleetRegistry {
   // Every distinct replica of the latest snapshot (for the scraper and admin views).
   std::vector<std::shared_ptr<ReplicaState>> replicas() const;
 
+  // Control thread, now and then: frees replaced snapshots that no worker holds any more. A
+  // worker that drops the last reference to an old snapshot would otherwise free it on the
+  // request path; the registry keeps each one until then.
+  void collectRetired();
+  size_t retiredCount() const { return retired_.size(); }
+
  private:
   mutable std::mutex mutex_;  // guards snapshot_, by_address_, runtimes_; never held on I/O
   std::shared_ptr<const FleetSnapshot> snapshot_;
   std::map<std::string, std::shared_ptr<ReplicaState>> by_address_;
   std::map<std::string, std::shared_ptr<ModelRuntime>> runtimes_;
   std::atomic<uint64_t> version_{0};
+  std::vector<std::shared_ptr<const FleetSnapshot>> retired_;  // control thread only
 };
 
 // A worker's cached view: refreshes from the registry only when its version moved.

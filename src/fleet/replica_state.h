@@ -152,6 +152,9 @@ class ReplicaState {
     return out;
   }
   TimeNs lastScrapeFailureAt() const { return scrape_failed_at_.load(std::memory_order_relaxed); }
+  // When the signals were last read successfully (-1: never), and whether they are usable.
+  TimeNs signalsReadAt() const { return signals_read_at_.load(std::memory_order_relaxed); }
+  bool signalsValid() const { return signals_valid_.load(std::memory_order_acquire); }
   // Whether a scrape has ever completed, successfully or not (readiness).
   bool everScraped() const {
     return signals_read_at_.load(std::memory_order_relaxed) >= 0 || lastScrapeFailureAt() >= 0;

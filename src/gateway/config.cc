@@ -12,6 +12,7 @@
 #include "gateway/admission_config.h"
 #include "gateway/slo_config.h"
 #include "gateway/config_values.h"
+#include "gateway/telemetry_config.h"
 #include "gateway/shared_state_config.h"
 #include "core/duration_text.h"
 #include "routing/strategy_spec.h"
@@ -140,6 +141,10 @@ void parseHealth(const YAML::Node& node, health::HealthSettings& h) {
       h.probe_interval = millis(v, full);
     } else if (key == "probe_timeout_ms") {
       h.probe_timeout = millis(v, full);
+    } else if (key == "max_probes_per_second") {
+      h.max_probes_per_second = number(v, full, 0, 1e7);
+    } else if (key == "skip_probes_with_traffic") {
+      h.skip_probes_with_traffic = scalar<bool>(v, full);
     } else if (key == "probe_path") {
       h.probe_path = scalar<std::string>(v, full);
       if (h.probe_path.empty() || h.probe_path[0] != '/') {
@@ -485,10 +490,7 @@ GatewayConfig parseNode(const YAML::Node& root) {
   }
   applyLoadBalanceEnvironment(config);
   if (const YAML::Node telemetry = root["telemetry"]) {
-    if (telemetry["scrape_interval_ms"]) {
-      config.scrape_interval =
-          millis(telemetry["scrape_interval_ms"], "telemetry.scrape_interval_ms");
-    }
+    parseTelemetry(telemetry, config.scrape_interval, config.scrape_policy);
   }
   if (root["reload_poll_interval_ms"]) {
     config.reload_poll_interval =

@@ -23,6 +23,7 @@
 
 #include "core/clock.h"
 #include "fleet/fleet_registry.h"
+#include "fleet/scrape_schedule.h"
 #include "health/replica_health.h"
 #include "gateway/readiness.h"
 #include "gateway/load_monitor_config.h"
@@ -82,6 +83,7 @@ struct GatewayConfig {
   health::HealthSettings health;
   RetryConfig retry;
   TimeNs scrape_interval = 100 * kNsPerMs;
+  fleet::ScrapePolicy scrape_policy;  // `telemetry:` budget and adaptive periods
   TimeNs reload_poll_interval = 1 * kNsPerSec;
   size_t max_body_bytes = 8u << 20;
   TimeoutsConfig timeouts;

@@ -22,6 +22,8 @@
 #include "gateway/security_plane.h"
 #include "gateway/shared_state_metrics.h"
 #include "gateway/shared_state_sync.h"
+#include "gateway/telemetry_metrics.h"
+#include "gateway/telemetry_share.h"
 #include "gateway/worker.h"
 #include "health/health_manager.h"
 #include "http/listener.h"
@@ -54,7 +56,7 @@ class ControlPlane {
   ControlPlane(const GatewayOptions& options, GatewayConfig config)
       : options_(options),
         config_(std::move(config)),
-        scraper_(io_, SteadyClock::instance(), config_.scrape_interval),
+        scraper_(io_, SteadyClock::instance(), config_.scrape_interval, config_.scrape_policy),
         capacity_(fleet::CapacitySettings{config_.capacity.window,
                                           config_.capacity.time_constant}),
         capacity_timer_(io_),
@@ -89,6 +91,8 @@ class ControlPlane {
         state::makeBackend(config_.shared_state.settings, config_.shared_state.gateway_id);
     state_sync_ = std::make_unique<GatewayStateSync>(io_, *shared_backend_, registry_,
                                                      config_.shared_state);
+    telemetry_share_ = std::make_unique<TelemetryShare>(io_, *shared_backend_, scraper_,
+                                                        config_.shared_state.liveness_ttl);
     for (int i = 0; i < worker_count; ++i) {
       workers_.push_back(std::make_unique<Worker>(i, config_, registry_, listen,
                                                   observe_->worker(i), *shared_backend_,
@@ -114,6 +118,7 @@ class ControlPlane {
     scheduleHealthTick();
     state_sync_->start();
     load_monitor_->start();
+    telemetry_share_->start();
 
     std::printf("listening %s:%u %s:%u\n", listen.address().to_string().c_str(), listen.port(),
                 listen.address().to_string().c_str(), admin_->port());
@@ -169,6 +174,9 @@ class ControlPlane {
       appendSharedStateMetrics(text, state_sync_->distributed() ? "redis" : "memory", clients,
                                *state_sync_, *snapshot);
       security_->appendMetrics(text);
+      appendTelemetryMetrics(text, scraper_,
+                             state_sync_->distributed() ? telemetry_share_.get() : nullptr,
+                             health_);
       return AdminResponse{200, "text/plain; version=0.0.4; charset=utf-8", std::move(text)};
     });
     admin_->handle("/debug/decisions", [this](std::string_view query) {
@@ -220,6 +228,7 @@ class ControlPlane {
     health_timer_.async_wait([this](const boost::system::error_code& ec) {
       if (ec || shutting_down_) return;
       health_.tick();
+      registry_.collectRetired();
       scheduleHealthTick();
     });
   }
@@ -301,6 +310,7 @@ class ControlPlane {
     }
     applyFleet(next);
     scraper_.setInterval(next.scrape_interval);
+    scraper_.setPolicy(next.scrape_policy);
     scraper_.sync(registry_.replicas());
     spdlog::info("gateway: reloaded: {} models, {} replicas", next.models.size(),
                  replicaCount(next));
@@ -327,6 +337,7 @@ class ControlPlane {
     if (inflight == 0 || SteadyClock::instance().now() >= shutdown_deadline_) {
       if (inflight > 0) spdlog::warn("gateway: grace period over, {} requests cut", inflight);
       state_sync_->stop();
+      telemetry_share_->stop();
       // The other gateways stop counting this one's requests now, not a liveness period later.
       asio::co_spawn(io_, state_sync_->retire(), [this](std::exception_ptr) { finishShutdown(); });
       return;
@@ -366,6 +377,7 @@ class ControlPlane {
   std::unique_ptr<GatewayStateSync> state_sync_;
   WorkerDirectory directory_;  // declared before workers_: outlives them
   std::unique_ptr<GatewayLoadMonitor> load_monitor_;
+  std::unique_ptr<TelemetryShare> telemetry_share_;  // declared after scraper_: dies first
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<std::thread> threads_;
   FileStamp stamp_;

@@ -84,6 +84,14 @@ void appendSharedStateMetrics(std::string& out, std::string_view backend,
                "Sync rounds the shared state did not answer in time.");
   appendSample(out, "switchyard_shared_state_sync_failures_total", {},
                static_cast<double>(sync.syncFailuresTotal()));
+  appendHeader(out, "switchyard_shared_state_reports_published_total", "counter",
+               "Replica counts the sync wrote (only those that changed, and all once a minute).");
+  appendSample(out, "switchyard_shared_state_reports_published_total", {},
+               static_cast<double>(sync.reportsPublishedTotal()));
+  appendHeader(out, "switchyard_shared_state_views_read_total", "counter",
+               "Replica views the sync read (only those changed anywhere since its last read).");
+  appendSample(out, "switchyard_shared_state_views_read_total", {},
+               static_cast<double>(sync.viewsReadTotal()));
   appendHeader(out, "switchyard_shared_state_live_gateways", "gauge",
                "Gateways with a current heartbeat for the model (this one included).");
   for (const fleet::ModelEntry& model : snapshot.models) {

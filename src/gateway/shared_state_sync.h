@@ -16,11 +16,19 @@
 // its connection to the backend was re-established (a restarted Redis has lost every count),
 // and now and then for a replica whose count has not moved for a while (a release lost with a
 // connection). With the memory backend (one gateway) it does nothing.
+// At scale (docs/shared-state.md, "Deltas"): a cycle publishes only the replicas whose counts
+// changed since the last publish that went through (plus one heartbeat per model), and reads
+// only the replicas whose counts changed anywhere since its last read (readChanges). Every
+// kFullPublishEvery it publishes every replica (unchanged ones only to keep their keys alive, not
+// as changes), and after a reconnect (shared state may have been reset) it publishes and reads
+// in full. A failed cycle costs nothing extra: what it did not write or read goes next time.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <array>
 #include <map>
+#include <unordered_map>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -52,6 +60,9 @@ class GatewayStateSync {
   const state::SharedStateStats& stats() const { return sync_->stats(); }
   int64_t syncsTotal() const { return syncs_; }
   int64_t syncFailuresTotal() const { return sync_failures_; }
+  // Replica reports written and replica views read so far (what the deltas save shows here).
+  int64_t reportsPublishedTotal() const { return reports_published_; }
+  int64_t viewsReadTotal() const { return views_read_; }
   // Live gateways per model name, from the last read.
   const std::map<std::string, int, std::less<>>& liveGateways() const { return live_; }
   bool distributed() const { return sync_->distributed(); }
@@ -65,13 +76,27 @@ class GatewayStateSync {
     TimeNs reconciled_at = -1;
   };
 
+  // What the last publish that went through wrote for a replica.
+  struct Published {
+    int64_t running = 0;
+    std::array<int64_t, 8> tokens{};
+    bool operator==(const Published&) const = default;
+  };
+  // A model's replicas by name, for applying changes (rebuilt when the snapshot changes).
+  struct ModelIndex {
+    const fleet::ModelEntry* model = nullptr;
+    std::unordered_map<std::string_view, const fleet::ReplicaEntry*> replicas;
+  };
+
   boost::asio::awaitable<void> cycle();
+  void indexSnapshot(const fleet::FleetSnapshot& snapshot);
+  void storeGlobal(const fleet::ReplicaEntry& entry, const state::ReplicaGlobalView& v);
   void schedule();
   void spawnCycle();
   void forgetRemote();
-  std::vector<state::ReplicaReport> buildReports(
-      const fleet::FleetSnapshot& snapshot, TimeNs now,
-      std::vector<std::pair<const fleet::ModelEntry*, const fleet::ReplicaEntry*>>& owners);
+  // Every replica's report when `full`, else the changed ones and one heartbeat per model.
+  std::vector<state::ReplicaReport> buildReports(const fleet::FleetSnapshot& snapshot, TimeNs now,
+                                                 bool full);
   bool shouldReconcile(const fleet::ReplicaState& replica, bool all, TimeNs now);
 
   boost::asio::io_context& io_;
@@ -84,11 +109,21 @@ class GatewayStateSync {
   TimeNs last_success_ = 0;
   int64_t syncs_ = 0;
   int64_t sync_failures_ = 0;
+  int64_t reports_published_ = 0;
+  int64_t views_read_ = 0;
   std::map<const fleet::ReplicaState*, fleet::CapacityCounters> global_;
   std::map<std::string, int, std::less<>> live_;
   bool synced_once_ = false;
   int64_t reconnects_seen_ = -1;  // the backend's reconnect count at the last cycle
   std::map<const fleet::ReplicaState*, CountWatch> watches_;
+  std::unordered_map<const fleet::ReplicaState*, Published> published_;
+  std::unordered_map<const fleet::ReplicaState*, Published> pending_;  // this cycle's writes
+  std::vector<fleet::ReplicaState*> rewritten_;  // this cycle's whole running counts
+  TimeNs last_full_publish_ = -1;
+  int64_t reconnects_full_ = -1;  // the backend's reconnect count at the last full cycle
+  std::map<std::string, state::ChangeCursor, std::less<>> cursors_;
+  uint64_t indexed_version_ = 0;
+  std::map<std::string, ModelIndex, std::less<>> index_;
 };
 
 }  // namespace switchyard::gateway

@@ -39,10 +39,13 @@ struct HealthManager::Tracked {
   double timed_tokens = 0;
   int64_t seen_token_time_ns = 0;
   int64_t seen_timed_tokens = 0;
+  int64_t successes_at_last_round = -1;  // outcome successes when the probe loop last woke
 };
 
 HealthManager::HealthManager(asio::io_context& io, const Clock& clock, HealthSettings settings)
-    : io_(io), clock_(clock), settings_(std::move(settings)) {}
+    : io_(io), clock_(clock), settings_(std::move(settings)) {
+  probe_budget_.configure(settings_.max_probes_per_second, settings_.probe_interval);
+}
 
 HealthManager::~HealthManager() { stopAll(); }
 
@@ -114,6 +117,29 @@ void HealthManager::startProbing(const std::shared_ptr<Tracked>& tracked) {
       [this, tracked]() -> asio::awaitable<void> {
         constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
         while (!tracked->stopped) {
+          const bool urgent = tracked->health.wantsConfirmingProbe() ||
+                              tracked->health.state() != HealthState::kHealthy;
+          const fleet::ReplicaCounters& c = tracked->replica->counters();
+          const int64_t successes = c.outcome_successes_total.load(std::memory_order_relaxed);
+          const bool proven = settings_.skip_probes_with_traffic &&
+                              tracked->successes_at_last_round >= 0 &&
+                              successes > tracked->successes_at_last_round &&
+                              c.consecutive_failures.load(std::memory_order_relaxed) == 0;
+          tracked->successes_at_last_round = successes;
+          bool skip = false;
+          if (!urgent && proven) {
+            ++skipped_traffic_;
+            skip = true;
+          } else if (!urgent && !probe_budget_.take(clock_.now())) {
+            ++deferred_budget_;
+            skip = true;
+          }
+          if (skip) {
+            tracked->timer.expires_after(std::chrono::nanoseconds(settings_.probe_interval));
+            co_await tracked->timer.async_wait(kTuple);
+            continue;
+          }
+          ++probes_;
           tracked->probing = true;
           const http::GetResult result = co_await tracked->client.get(
               settings_.probe_path, std::chrono::nanoseconds(settings_.probe_timeout), 64 * 1024);

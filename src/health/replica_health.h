@@ -30,6 +30,12 @@ struct HealthSettings {
   TimeNs probe_interval = 1 * kNsPerSec;
   TimeNs probe_timeout = 1 * kNsPerSec;
   std::string probe_path = "/health";
+  // A healthy replica that answered requests successfully since its last probe round (and has
+  // no failure run) is not probed: traffic proved it. Suspect and half-open replicas always are.
+  bool skip_probes_with_traffic = true;
+  // Routine probes per second across all replicas (0: no budget); confirming and half-open
+  // probes are never held back. Over budget, a replica's routine probe waits a round.
+  double max_probes_per_second = 500;
   double outlier_factor = 3.0;     // load / capacity above this multiple of the model's median
   double outlier_min_requests = 8;  // ...and at least this many running + waiting requests
   TimeNs outlier_exclusion = 2 * kNsPerSec;

@@ -82,10 +82,18 @@ class MemorySync final : public SharedStateSync, private MemoryEndpoint {
       std::span<const ReplicaReport> replicas) override {
     co_return store_->read(replicas, gateway_, startCall());
   }
+  boost::asio::awaitable<std::optional<std::vector<ModelChanges>>> readChanges(
+      std::span<const ChangeQuery> queries) override {
+    co_return store_->readChanges(queries, gateway_, startCall());
+  }
   boost::asio::awaitable<bool> retire(std::span<const ReplicaReport> replicas) override {
     startCall();
     store_->retire(replicas, gateway_);
     co_return true;
+  }
+  boost::asio::awaitable<std::optional<SignalExchange>> exchangeSignals(
+      std::string_view payload, std::string_view cursor, TimeNs liveness_ttl) override {
+    co_return store_->exchangeSignals(payload, cursor, gateway_, liveness_ttl, startCall());
   }
   const SharedStateStats& stats() const override { return stats_; }
 };

@@ -1,6 +1,7 @@
 #include "state/memory_store.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
 #include <unordered_map>
 
@@ -34,6 +35,7 @@ struct TokenEntry {
 struct ReplicaState {
   StringMap<int64_t> running;  // gateway → in-flight count
   StringMap<TokenEntry> tokens;
+  int64_t changed_at = 0;  // the model's version when a count last changed (0: never)
 };
 
 struct Session {
@@ -45,6 +47,7 @@ struct ModelState {
   StringMap<TimeNs> heartbeat_deadline;  // gateway → heartbeat valid until
   StringMap<ReplicaState> replicas;
   TimeNs rate_tat = 0;  // GCRA theoretical arrival time
+  int64_t version = 0;  // bumped by every change of a replica's counts
   StringMap<Session> sessions;
   uint32_t session_writes = 0;
 
@@ -68,6 +71,22 @@ struct ModelState {
     std::erase_if(sessions, [now](const auto& entry) { return entry.second.expires < now; });
   }
 };
+
+// Adds every gateway's unexpired token counters of `replica` to `view` (expired ones are dropped,
+// as their Redis keys would have expired).
+void addTokens(ReplicaState& replica, TimeNs now, ReplicaGlobalView& view) {
+  std::erase_if(replica.tokens, [now](const auto& entry) { return entry.second.expires < now; });
+  for (const auto& [other, tokens] : replica.tokens) {
+    view.output_tokens += tokens.values[0];
+    view.prefill_tokens += tokens.values[1];
+    view.prefill_ns += tokens.values[2];
+    view.tokenless_requests += tokens.values[3];
+    view.tokenless_latency_ns += tokens.values[4];
+    view.token_time_ns += tokens.values[5];
+    view.timed_tokens += tokens.values[6];
+    view.token_concurrency += tokens.values[7];
+  }
+}
 
 struct Job {
   std::string model;
@@ -93,7 +112,21 @@ struct MemoryStore::Stripe {
   StringMap<Job> jobs;
 };
 
-MemoryStore::MemoryStore() : quotas_(std::make_unique<Quotas>()) {
+struct MemoryStore::Telemetry {
+  struct Batch {
+    TimeNs at = 0;
+    uint64_t seq = 0;
+    std::string gateway;
+    std::string payload;
+  };
+  std::mutex mutex;
+  StringMap<TimeNs> deadlines;  // gateway → telemetry heartbeat valid until
+  std::deque<Batch> batches;    // oldest first
+  uint64_t next_seq = 1;
+};
+
+MemoryStore::MemoryStore()
+    : quotas_(std::make_unique<Quotas>()), telemetry_(std::make_unique<Telemetry>()) {
   for (auto& stripe : stripes_) stripe = std::make_unique<Stripe>();
 }
 MemoryStore::~MemoryStore() = default;
@@ -140,6 +173,7 @@ AdmitResult MemoryStore::admit(const AdmitRequest& request, std::string_view gat
     deadline = std::max(deadline, now + request.liveness_ttl);
   }
   ++findOrInsert(replica.running, gateway);
+  replica.changed_at = ++model.version;
   return {AdmitVerdict::kAdmitted, inflight + 1, 0, quota};
 }
 
@@ -193,6 +227,7 @@ void MemoryStore::release(std::string_view model_name, std::string_view replica_
   auto count = replica->second.running.find(gateway);
   if (count == replica->second.running.end()) return;
   if (--count->second <= 0) replica->second.running.erase(count);
+  replica->second.changed_at = ++model->second.version;
 }
 
 SessionPin MemoryStore::lookupSession(std::string_view model_name, std::string_view session,
@@ -254,7 +289,9 @@ void MemoryStore::publish(std::span<const ReplicaReport> reports, std::string_vi
     std::lock_guard lock(stripe.mutex);
     ModelState& model = findOrInsert(stripe.models, report.model);
     findOrInsert(model.heartbeat_deadline, gateway) = now + liveness_ttl;
+    if (report.heartbeat_only) continue;
     ReplicaState& replica = findOrInsert(model.replicas, report.replica);
+    if (!report.refresh_only) replica.changed_at = ++model.version;
     if (report.publish_running || report.reconcile_running) {
       if (report.running > 0) {
         findOrInsert(replica.running, gateway) = report.running;
@@ -291,20 +328,88 @@ std::vector<ReplicaGlobalView> MemoryStore::read(std::span<const ReplicaReport> 
     auto replica = model->second.replicas.find(wanted.replica);
     if (replica == model->second.replicas.end()) continue;
     view.others_running = model->second.liveSum(replica->second, gateway, now, false);
-    std::erase_if(replica->second.tokens,
-                  [now](const auto& entry) { return entry.second.expires < now; });
-    for (const auto& [other, tokens] : replica->second.tokens) {
-      view.output_tokens += tokens.values[0];
-      view.prefill_tokens += tokens.values[1];
-      view.prefill_ns += tokens.values[2];
-      view.tokenless_requests += tokens.values[3];
-      view.tokenless_latency_ns += tokens.values[4];
-      view.token_time_ns += tokens.values[5];
-      view.timed_tokens += tokens.values[6];
-      view.token_concurrency += tokens.values[7];
-    }
+    addTokens(replica->second, now, view);
   }
   return views;
+}
+
+// Cursors are the sequence number of the last batch seen, as text (Redis uses stream ids; a
+// cursor is opaque to its caller either way).
+SignalExchange MemoryStore::exchangeSignals(std::string_view payload, std::string_view cursor,
+                                            std::string_view gateway, TimeNs liveness_ttl,
+                                            TimeNs now) {
+  Telemetry& t = *telemetry_;
+  std::lock_guard lock(t.mutex);
+  findOrInsert(t.deadlines, gateway) = now + liveness_ttl;
+  std::erase_if(t.deadlines,
+                [&](const auto& entry) { return entry.second < now - 10 * liveness_ttl; });
+  SignalExchange out;
+  for (const auto& [name, deadline] : t.deadlines) {
+    if (deadline >= now) out.live_gateways.push_back(name);
+  }
+  std::sort(out.live_gateways.begin(), out.live_gateways.end());
+  while (!t.batches.empty() && t.batches.front().at < now - kSignalRetention) {
+    t.batches.pop_front();
+  }
+  if (!payload.empty()) {
+    t.batches.push_back({now, t.next_seq++, std::string(gateway), std::string(payload)});
+  }
+  uint64_t after = 0;
+  bool from_time = cursor.empty();
+  if (!from_time) {
+    after = std::strtoull(std::string(cursor).c_str(), nullptr, 10);
+  }
+  uint64_t last = after;
+  size_t answered = 0;
+  for (const Telemetry::Batch& batch : t.batches) {
+    if (from_time ? batch.at < now - kNsPerSec : batch.seq <= after) continue;
+    if (answered++ >= kMaxSignalBatches) break;
+    last = batch.seq;
+    if (batch.gateway == gateway) continue;
+    out.batches.push_back({batch.gateway, (now - batch.at) / kNsPerMs, batch.payload});
+  }
+  out.cursor = last == 0 ? std::string(cursor) : std::to_string(last);
+  return out;
+}
+
+std::vector<ModelChanges> MemoryStore::readChanges(std::span<const ChangeQuery> queries,
+                                                   std::string_view gateway, TimeNs now) {
+  std::vector<ModelChanges> answers;
+  answers.reserve(queries.size());
+  for (const ChangeQuery& query : queries) {
+    ModelChanges& answer = answers.emplace_back();
+    answer.model = query.model;
+    Stripe& stripe = stripeFor(query.model);
+    std::lock_guard lock(stripe.mutex);
+    ModelState& model = findOrInsert(stripe.models, query.model);
+    std::vector<std::string_view> live{gateway};
+    for (const auto& [other, deadline] : model.heartbeat_deadline) {
+      if (other != gateway && deadline >= now) live.push_back(other);
+    }
+    std::sort(live.begin(), live.end());
+    std::string signature;
+    for (size_t i = 0; i < live.size(); ++i) {
+      if (i > 0) signature += ',';
+      signature += live[i];
+      if (live[i] == gateway) answer.gateway_rank = static_cast<int>(i);
+    }
+    answer.live_gateways = static_cast<int>(live.size());
+    const int64_t since = query.cursor.version;
+    answer.full = signature != query.cursor.live_signature || since < 0 || since > model.version;
+    answer.cursor = {model.version, signature};
+    if (!answer.full && since == model.version) continue;
+    for (auto& [name, replica] : model.replicas) {
+      if (replica.changed_at == 0 || (!answer.full && replica.changed_at <= since)) continue;
+      ReplicaGlobalView& view = answer.replicas.emplace_back();
+      view.model = query.model;
+      view.replica = name;
+      view.live_gateways = answer.live_gateways;
+      view.gateway_rank = answer.gateway_rank;
+      view.others_running = model.liveSum(replica, gateway, now, false);
+      addTokens(replica, now, view);
+    }
+  }
+  return answers;
 }
 
 void MemoryStore::retire(std::span<const ReplicaReport> replicas, std::string_view gateway) {

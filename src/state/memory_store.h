@@ -10,6 +10,7 @@
 #pragma once
 
 #include <array>
+#include <deque>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -50,7 +51,11 @@ class MemoryStore {
                TimeNs liveness_ttl, TimeNs now);
   std::vector<ReplicaGlobalView> read(std::span<const ReplicaReport> replicas,
                                       std::string_view gateway, TimeNs now);
+  std::vector<ModelChanges> readChanges(std::span<const ChangeQuery> queries,
+                                        std::string_view gateway, TimeNs now);
   void retire(std::span<const ReplicaReport> replicas, std::string_view gateway);
+  SignalExchange exchangeSignals(std::string_view payload, std::string_view cursor,
+                                 std::string_view gateway, TimeNs liveness_ttl, TimeNs now);
 
   // How long a gateway's token counters outlive its last publish (as the Redis keys do).
   static constexpr TimeNs kTokenRetention = 3600 * kNsPerSec;
@@ -66,6 +71,8 @@ class MemoryStore {
   // Keys' budgets: one mutex, taken after a model stripe's (never before), so a merged admission
   // cannot deadlock with a quota-only call.
   std::unique_ptr<Quotas> quotas_;
+  struct Telemetry;
+  std::unique_ptr<Telemetry> telemetry_;  // fleet-wide, behind its own mutex
 };
 
 }  // namespace switchyard::state

@@ -185,6 +185,12 @@ struct ReplicaReport {
   int64_t token_time_ns = 0;  // time per output token: time spent on the timed tokens...
   int64_t timed_tokens = 0;   // ...and their count
   int64_t token_concurrency = 0;  // ...and the concurrency they were produced at
+  // Only the model matters: its heartbeat is renewed, no count is written (`replica` is ignored).
+  // A sync that publishes only what changed sends one per model.
+  bool heartbeat_only = false;
+  // The counts equal what this gateway last published: written again only to keep their keys
+  // from expiring, not a change that readers of changes must see.
+  bool refresh_only = false;
 };
 
 // One replica as all gateways see it together.
@@ -206,6 +212,44 @@ struct ReplicaGlobalView {
   int gateway_rank = 0;   // this gateway's position among them, ordered by id
 };
 
+// Where a reader is in a model's changes (SharedStateSync::readChanges).
+struct ChangeCursor {
+  int64_t version = -1;        // -1: nothing read yet, answer everything
+  std::string live_signature;  // the live set it last saw
+};
+
+struct ChangeQuery {
+  std::string model;
+  ChangeCursor cursor;
+};
+
+// What changed in one model since a cursor.
+struct ModelChanges {
+  std::string model;
+  // The live set differs from the cursor's, the cursor was new, or shared state lost its
+  // history: `replicas` lists every replica with counts, and any other has none.
+  bool full = false;
+  int live_gateways = 1;  // this one included
+  int gateway_rank = 0;
+  std::vector<ReplicaGlobalView> replicas;  // changed since the cursor
+  ChangeCursor cursor;                      // pass to the next read
+};
+
+// Telemetry sharing (gateway/telemetry_share.h): each gateway appends the signals it scraped as
+// one opaque batch and reads the batches the others appended since its cursor.
+struct SignalBatch {
+  std::string gateway;  // who appended it
+  int64_t age_ms = 0;   // how long ago it was appended (backend clock)
+  std::string payload;
+};
+
+struct SignalExchange {
+  // Gateways with a current telemetry heartbeat, this one included, sorted.
+  std::vector<std::string> live_gateways;
+  std::vector<SignalBatch> batches;  // the others' batches after the cursor, oldest first
+  std::string cursor;                // pass to the next exchange
+};
+
 class SharedStateSync {
  public:
   virtual ~SharedStateSync() = default;
@@ -219,13 +263,30 @@ class SharedStateSync {
   // replica names only are read from them). nullopt if the backend did not answer in time.
   virtual boost::asio::awaitable<std::optional<std::vector<ReplicaGlobalView>>> read(
       std::span<const ReplicaReport> replicas) = 0;
+  // Like read(), but per model only the replicas whose counts changed (an admission, a release,
+  // a publish that wrote them) since the query's cursor: the cost follows the traffic, not the
+  // fleet size. nullopt if the backend did not answer in time.
+  virtual boost::asio::awaitable<std::optional<std::vector<ModelChanges>>> readChanges(
+      std::span<const ChangeQuery> queries) = 0;
   // A gateway leaving for good (shutdown, its requests finished): removes its heartbeat and its
   // in-flight counts on the given replicas, so nobody counts them for a liveness period more.
   // False if the backend did not answer within the deadline.
   virtual boost::asio::awaitable<bool> retire(std::span<const ReplicaReport> replicas) = 0;
 
+  // One telemetry round trip: renews this gateway's telemetry heartbeat (valid for
+  // `liveness_ttl`), appends `payload` unless it is empty, and answers the live set and the
+  // others' batches after `cursor` (empty: those of the last second). Batches are kept for
+  // kSignalRetention. nullopt if the backend did not answer within the deadline.
+  virtual boost::asio::awaitable<std::optional<SignalExchange>> exchangeSignals(
+      std::string_view payload, std::string_view cursor, TimeNs liveness_ttl) = 0;
+
   virtual const SharedStateStats& stats() const = 0;
 };
+
+// How long appended signal batches stay readable.
+inline constexpr TimeNs kSignalRetention = 10 * kNsPerSec;
+// At most this many batches are answered per exchange.
+inline constexpr size_t kMaxSignalBatches = 1000;
 
 struct SharedStateSettings {
   enum class Backend : uint8_t { kMemory, kRedis };

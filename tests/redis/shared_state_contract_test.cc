@@ -500,5 +500,124 @@ TYPED_TEST(SharedStateContractTest, AnAdmissionCarriesTheKeysBudgetInTheSameCall
   EXPECT_EQ(this->run(b.client->checkQuota(q)).answer.verdict, QuotaVerdict::kRequestLimit);
 }
 
+ReplicaReport heartbeatOnly(std::string model) {
+  ReplicaReport r;
+  r.model = std::move(model);
+  r.heartbeat_only = true;
+  return r;
+}
+
+TYPED_TEST(SharedStateContractTest, ReadChangesAnswersOnlyWhatChanged) {
+  Gateway& a = this->gateway("gw-a");
+  Gateway& b = this->gateway("gw-b");
+  const ReplicaReport hb = heartbeatOnly("m1");
+  ASSERT_TRUE(this->run(a.sync->publish({&hb, 1}, kLongTtl)));
+  ASSERT_TRUE(this->run(b.sync->publish({&hb, 1}, kLongTtl)));
+  ChangeQuery query{"m1", {}};
+  auto readA = [&] {
+    auto answer = this->run(a.sync->readChanges({&query, 1}));
+    EXPECT_TRUE(answer.has_value());
+    if (!answer || answer->size() != 1) return ModelChanges{};
+    query.cursor = (*answer)[0].cursor;
+    return (*answer)[0];
+  };
+  ModelChanges changes = readA();
+  EXPECT_TRUE(changes.full);  // a new cursor reads everything
+  EXPECT_TRUE(changes.replicas.empty());
+  EXPECT_EQ(changes.live_gateways, 2);
+  EXPECT_EQ(changes.gateway_rank, 0);
+  changes = readA();
+  EXPECT_FALSE(changes.full);
+  EXPECT_TRUE(changes.replicas.empty());
+
+  // An admission elsewhere: that replica alone.
+  EXPECT_EQ(this->admit(b, "r1", 0).verdict, AdmitVerdict::kAdmitted);
+  changes = readA();
+  ASSERT_EQ(changes.replicas.size(), 1u);
+  EXPECT_EQ(changes.replicas[0].replica, "r1");
+  EXPECT_EQ(changes.replicas[0].others_running, 1);
+  EXPECT_TRUE(readA().replicas.empty());
+  // A release: r1 again.
+  b.client->release("m1", "r1");
+  this->flush(b);
+  changes = readA();
+  ASSERT_EQ(changes.replicas.size(), 1u);
+  EXPECT_EQ(changes.replicas[0].others_running, 0);
+  // A publish that writes r2's tokens.
+  ReplicaReport r2 = report("m1", "r2");
+  r2.output_tokens = 40;
+  ASSERT_TRUE(this->run(b.sync->publish({&r2, 1}, kLongTtl)));
+  changes = readA();
+  ASSERT_EQ(changes.replicas.size(), 1u);
+  EXPECT_EQ(changes.replicas[0].replica, "r2");
+  EXPECT_EQ(changes.replicas[0].output_tokens, 40);
+  // The live set changes: everything with counts, whatever the cursor.
+  Gateway& c = this->gateway("gw-c");
+  ASSERT_TRUE(this->run(c.sync->publish({&hb, 1}, kLongTtl)));
+  changes = readA();
+  EXPECT_TRUE(changes.full);
+  EXPECT_EQ(changes.live_gateways, 3);
+  std::set<std::string> names;
+  for (const auto& v : changes.replicas) names.insert(v.replica);
+  EXPECT_EQ(names, (std::set<std::string>{"r1", "r2"}));
+}
+
+TYPED_TEST(SharedStateContractTest, HeartbeatOnlyReportsWriteNoCounts) {
+  Gateway& a = this->gateway("a");
+  Gateway& b = this->gateway("b");
+  this->heartbeat(b);
+  ReplicaReport counted = report("m1", "r1", 3, true);
+  counted.output_tokens = 7;
+  ASSERT_TRUE(this->run(a.sync->publish({&counted, 1}, kLongTtl)));
+  EXPECT_EQ(this->readOne(b, "m1", "r1").others_running, 3);
+  ReplicaReport hb = heartbeatOnly("m1");
+  hb.replica = "r1";  // ignored
+  hb.publish_running = true;
+  ASSERT_TRUE(this->run(a.sync->publish({&hb, 1}, kLongTtl)));
+  const ReplicaGlobalView view = this->readOne(b, "m1", "r1");
+  EXPECT_EQ(view.others_running, 3);
+  EXPECT_EQ(view.output_tokens, 7);
+  EXPECT_EQ(view.live_gateways, 2);
+}
+
+TYPED_TEST(SharedStateContractTest, SignalBatchesReachTheOtherGatewaysOnce) {
+  Gateway& a = this->gateway("gw-a");
+  Gateway& b = this->gateway("gw-b");
+  auto first = this->run(a.sync->exchangeSignals("r1 1 0 0.5 - 3\n", "", kLongTtl));
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->live_gateways, (std::vector<std::string>{"gw-a"}));
+  EXPECT_TRUE(first->batches.empty());  // its own batch is not answered to it
+  auto seen = this->run(b.sync->exchangeSignals("", "", kLongTtl));
+  ASSERT_TRUE(seen.has_value());
+  EXPECT_EQ(seen->live_gateways, (std::vector<std::string>{"gw-a", "gw-b"}));
+  ASSERT_EQ(seen->batches.size(), 1u);
+  EXPECT_EQ(seen->batches[0].gateway, "gw-a");
+  EXPECT_EQ(seen->batches[0].payload, "r1 1 0 0.5 - 3\n");
+  EXPECT_GE(seen->batches[0].age_ms, 0);
+  EXPECT_LT(seen->batches[0].age_ms, 1000);
+  // Once read, not again; a's next batch only.
+  auto again = this->run(b.sync->exchangeSignals("", seen->cursor, kLongTtl));
+  ASSERT_TRUE(again.has_value());
+  EXPECT_TRUE(again->batches.empty());
+  ASSERT_TRUE(this->run(a.sync->exchangeSignals("r1 2 0 0.5 - 1\n", first->cursor, kLongTtl)));
+  auto next = this->run(b.sync->exchangeSignals("", again->cursor, kLongTtl));
+  ASSERT_TRUE(next.has_value());
+  ASSERT_EQ(next->batches.size(), 1u);
+  EXPECT_EQ(next->batches[0].payload, "r1 2 0 0.5 - 1\n");
+}
+
+TYPED_TEST(SharedStateContractTest, ATelemetryHeartbeatLapses) {
+  Gateway& a = this->gateway("gw-a");
+  Gateway& c = this->gateway("gw-c");
+  ASSERT_TRUE(this->run(c.sync->exchangeSignals("", "", this->harness_.shortTtl())));
+  auto both = this->run(a.sync->exchangeSignals("", "", kLongTtl));
+  ASSERT_TRUE(both.has_value());
+  EXPECT_EQ(both->live_gateways.size(), 2u);
+  this->harness_.pass(this->harness_.shortTtl() * 3 / 2);
+  auto alone = this->run(a.sync->exchangeSignals("", both->cursor, kLongTtl));
+  ASSERT_TRUE(alone.has_value());
+  EXPECT_EQ(alone->live_gateways, (std::vector<std::string>{"gw-a"}));
+}
+
 }  // namespace
 }  // namespace switchyard::state::testing

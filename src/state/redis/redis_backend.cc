@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <utility>
 
 #include "state/redis/redis_connection.h"
@@ -54,13 +55,15 @@ void refundQuota(RedisConnection& connection, const RedisCommand& command, size_
 
 // An admission that Redis counted after the caller was told "degraded" is undone, so a slow
 // Redis does not leak in-flight counts (nor a key's budget). The admit command's args: rate,
-// live, run keys [, quota req, quota tok], gateway, ... [, rpm, tpm, tokens].
+// live, run, ver, chg keys [, quota req, quota tok], gateway, ..., replica [, rpm, tpm, tokens].
 void undoLateAdmission(RedisConnection& connection, const RedisCommand& admit,
                        const RedisValue& reply) {
   if (reply.integerAt(0, -1) != 0) return;
   const auto keys = static_cast<size_t>(admit.script_keys);
-  connection.send(RedisCommand{ScriptId::kRelease, 1, {admit.args[2], admit.args[keys]}});
-  if (keys == 5) refundQuota(connection, admit, 3, 4, keys + 6);
+  connection.send(RedisCommand{
+      ScriptId::kRelease, 3, {admit.args[2], admit.args[3], admit.args[4], admit.args[keys],
+                              admit.args[keys + 6]}});
+  if (keys == 7) refundQuota(connection, admit, 5, 6, keys + 7);
 }
 
 void undoLateQuota(RedisConnection& connection, const RedisCommand& quota,
@@ -98,6 +101,20 @@ std::vector<ModelGroup> groupByModel(std::span<const ReplicaReport> reports) {
   return groups;
 }
 
+// One replica's view in a read script's reply from `base` on: the others' in-flight sum, then
+// the eight token sums (replicaView in redis_scripts.cc).
+void readView(const RedisValue& reply, size_t base, ReplicaGlobalView& view) {
+  view.others_running = reply.integerAt(base);
+  view.output_tokens = reply.integerAt(base + 1);
+  view.prefill_tokens = reply.integerAt(base + 2);
+  view.prefill_ns = reply.integerAt(base + 3);
+  view.tokenless_requests = reply.integerAt(base + 4);
+  view.tokenless_latency_ns = reply.integerAt(base + 5);
+  view.token_time_ns = reply.integerAt(base + 6);
+  view.timed_tokens = reply.integerAt(base + 7);
+  view.token_concurrency = reply.integerAt(base + 8);
+}
+
 // Whatever happens after the first co_await must not touch `this`: the owner may destroy the
 // client while a call is in flight. The coroutines hold the connection themselves.
 class RedisClient final : public SharedStateClient {
@@ -117,7 +134,8 @@ class RedisClient final : public SharedStateClient {
                                   static_cast<double>(interval_us));
     }
     std::vector<std::string> args{keys_.rate(request.model), keys_.live(request.model),
-                                  keys_.run(request.model, request.replica)};
+                                  keys_.run(request.model, request.replica),
+                                  keys_.version(request.model), keys_.changes(request.model)};
     const QuotaRequest* quota = request.quota;
     if (quota != nullptr) {
       args.push_back(keys_.quota(quota->key, "req"));
@@ -130,6 +148,7 @@ class RedisClient final : public SharedStateClient {
     args.push_back(std::to_string(tolerance_us));
     args.push_back(std::to_string(request.liveness_ttl > 0 ? toMs(request.liveness_ttl) : 0));
     args.push_back(std::to_string(liveKeyExpiryMs(request.liveness_ttl)));
+    args.push_back(std::string(request.replica));
     if (quota != nullptr) {
       args.push_back(std::to_string(quota->rpm));
       args.push_back(std::to_string(quota->tpm));
@@ -192,7 +211,9 @@ class RedisClient final : public SharedStateClient {
   }
 
   void release(std::string_view model, std::string_view replica) override {
-    connection_->send(scriptCommand(ScriptId::kRelease, 1, {keys_.run(model, replica), gateway_}));
+    connection_->send(scriptCommand(ScriptId::kRelease, 3,
+                                    {keys_.run(model, replica), keys_.version(model),
+                                     keys_.changes(model), gateway_, std::string(replica)}));
   }
 
   asio::awaitable<SessionPin> lookupSession(std::string_view model, std::string_view session,
@@ -268,14 +289,23 @@ class RedisSync final : public SharedStateSync {
     for (const ModelGroup& group : groupByModel(reports)) {
       // The heartbeat also reaps long-dead gateways from the run keys this gateway reports.
       std::vector<std::string> args{keys_.live(group.model)};
-      for (size_t i : group.indices) args.push_back(keys_.run(group.model, reports[i].replica));
+      std::vector<std::string> changed{keys_.version(group.model), keys_.changes(group.model)};
+      for (size_t i : group.indices) {
+        if (reports[i].heartbeat_only) continue;
+        args.push_back(keys_.run(group.model, reports[i].replica));
+        if (!reports[i].refresh_only) changed.push_back(reports[i].replica);
+      }
       const int key_count = static_cast<int>(args.size());
       args.push_back(gateway_);
       args.push_back(std::to_string(ttl_ms));
       args.push_back(std::to_string(ttl_ms * kReapAfterTtls));
       commands.push_back(scriptCommand(ScriptId::kHeartbeat, key_count, std::move(args)));
+      if (changed.size() > 2) {
+        commands.push_back(scriptCommand(ScriptId::kMarkChanged, 2, std::move(changed)));
+      }
     }
     for (const ReplicaReport& report : reports) {
+      if (report.heartbeat_only) continue;
       if (report.publish_running || report.reconcile_running) {
         // A zero count is a missing field (as release leaves it), keeping the hash small.
         commands.push_back(
@@ -330,18 +360,50 @@ class RedisSync final : public SharedStateSync {
         const size_t base = 2 + 9 * n;
         view.live_gateways = live;
         view.gateway_rank = rank;
-        view.others_running = reply.integerAt(base);
-        view.output_tokens = reply.integerAt(base + 1);
-        view.prefill_tokens = reply.integerAt(base + 2);
-        view.prefill_ns = reply.integerAt(base + 3);
-        view.tokenless_requests = reply.integerAt(base + 4);
-        view.tokenless_latency_ns = reply.integerAt(base + 5);
-        view.token_time_ns = reply.integerAt(base + 6);
-        view.timed_tokens = reply.integerAt(base + 7);
-        view.token_concurrency = reply.integerAt(base + 8);
+        readView(reply, base, view);
       }
     }
     co_return views;
+  }
+
+  asio::awaitable<std::optional<std::vector<ModelChanges>>> readChanges(
+      std::span<const ChangeQuery> queries) override {
+    std::vector<ModelChanges> answers(queries.size());
+    std::vector<RedisCommand> commands;
+    for (size_t q = 0; q < queries.size(); ++q) {
+      const ChangeQuery& query = queries[q];
+      answers[q].model = query.model;
+      commands.push_back(scriptCommand(
+          ScriptId::kReadChanges, 3,
+          {keys_.live(query.model), keys_.version(query.model), keys_.changes(query.model),
+           gateway_, std::to_string(query.cursor.version), query.cursor.live_signature,
+           keys_.runPrefix(query.model), keys_.tokensPrefix(query.model)}));
+    }
+    if (commands.empty()) co_return answers;
+    auto connection = connection_;
+    auto replies = co_await connection->call(std::move(commands));
+    if (!replies) co_return std::nullopt;
+    for (size_t q = 0; q < answers.size(); ++q) {
+      RedisValue& reply = (*replies)[q];
+      if (!reply.isArray() || reply.elements.size() < 5 || (reply.elements.size() - 5) % 10 != 0) {
+        co_return std::nullopt;
+      }
+      ModelChanges& answer = answers[q];
+      answer.cursor.version = reply.integerAt(0, 0);
+      answer.live_gateways = static_cast<int>(reply.integerAt(1, 1));
+      answer.gateway_rank = static_cast<int>(reply.integerAt(2, 0));
+      answer.cursor.live_signature = std::move(reply.elements[3].text);
+      answer.full = reply.integerAt(4, 0) != 0;
+      for (size_t base = 5; base + 9 < reply.elements.size(); base += 10) {
+        ReplicaGlobalView& view = answer.replicas.emplace_back();
+        view.model = answer.model;
+        view.replica = std::move(reply.elements[base].text);
+        view.live_gateways = answer.live_gateways;
+        view.gateway_rank = answer.gateway_rank;
+        readView(reply, base + 1, view);
+      }
+    }
+    co_return answers;
   }
 
   asio::awaitable<bool> retire(std::span<const ReplicaReport> replicas) override {
@@ -349,6 +411,7 @@ class RedisSync final : public SharedStateSync {
     for (const ModelGroup& group : groupByModel(replicas)) {
       commands.push_back(plainCommand({"HDEL", keys_.live(group.model), gateway_}));
       for (size_t i : group.indices) {
+        if (replicas[i].heartbeat_only) continue;
         commands.push_back(
             plainCommand({"HDEL", keys_.run(group.model, replicas[i].replica), gateway_}));
       }
@@ -356,6 +419,35 @@ class RedisSync final : public SharedStateSync {
     if (commands.empty()) co_return true;
     auto connection = connection_;
     co_return (co_await connection->call(std::move(commands))).has_value();
+  }
+
+  asio::awaitable<std::optional<SignalExchange>> exchangeSignals(
+      std::string_view payload, std::string_view cursor, TimeNs liveness_ttl) override {
+    auto commands = single(scriptCommand(
+        ScriptId::kExchangeSignals, 2,
+        {keys_.telemetryLive(), keys_.signals(), gateway_, std::to_string(toMs(liveness_ttl)),
+         std::string(payload), std::string(cursor), std::to_string(toMs(kSignalRetention)),
+         std::to_string(kMaxSignalBatches)}));
+    auto connection = connection_;
+    auto replies = co_await connection->call(std::move(commands));
+    if (!replies || !(*replies)[0].isArray()) co_return std::nullopt;
+    std::vector<RedisValue>& out = (*replies)[0].elements;
+    if (out.size() < 3 || !out[2].isInteger()) co_return std::nullopt;
+    const int64_t now_ms = std::atoll(out[0].text.c_str());
+    SignalExchange exchange;
+    exchange.cursor = std::move(out[1].text);
+    const auto live = static_cast<size_t>(std::max<int64_t>(0, out[2].integer));
+    if (out.size() < 3 + live || (out.size() - 3 - live) % 3 != 0) co_return std::nullopt;
+    for (size_t i = 0; i < live; ++i) exchange.live_gateways.push_back(std::move(out[3 + i].text));
+    for (size_t i = 3 + live; i + 2 < out.size(); i += 3) {
+      SignalBatch batch;
+      // Stream ids are "MS-SEQ": the time Redis appended the batch.
+      batch.age_ms = std::max<int64_t>(0, now_ms - std::atoll(out[i].text.c_str()));
+      batch.gateway = std::move(out[i + 1].text);
+      batch.payload = std::move(out[i + 2].text);
+      exchange.batches.push_back(std::move(batch));
+    }
+    co_return exchange;
   }
 
   const SharedStateStats& stats() const override { return connection_->stats(); }

@@ -12,6 +12,11 @@
 //   PREFIX:{MODEL}:rate             string GCRA theoretical arrival time (µs, Redis TIME)
 //   PREFIX:{MODEL}:sess:SESSION     string replica; sliding TTL (GETEX PX on lookup)
 //   PREFIX:job:{JOB}                hash  model, replica; TTL
+//   PREFIX:{MODEL}:ver              string the model's change version (admit, release, publish)
+//   PREFIX:{MODEL}:chg              zset  replica → version of its last change (readChanges)
+//   PREFIX:{telemetry}:live         hash  gateway → telemetry heartbeat deadline (ms)
+//   PREFIX:{telemetry}:signals      stream one entry per shared batch of scraped signals
+//                                         (fields g: gateway, p: payload), trimmed by age
 //
 // A gateway counts in others' admissions and reads only while its heartbeat in `live` is
 // current (the sync publishes it); its own counts always count for itself. The atomic steps are

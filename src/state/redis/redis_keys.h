@@ -17,6 +17,14 @@ class RedisKeys {
   std::string tokens(std::string_view model, std::string_view replica) const {
     return modelKey(model, "tok:", replica);
   }
+  // The model's change version and its replicas' last change versions (readers of changes).
+  std::string version(std::string_view model) const { return modelKey(model, "ver", {}); }
+  std::string changes(std::string_view model) const { return modelKey(model, "chg", {}); }
+  std::string runPrefix(std::string_view model) const { return modelKey(model, "run:", {}); }
+  std::string tokensPrefix(std::string_view model) const { return modelKey(model, "tok:", {}); }
+  // Telemetry sharing is fleet-wide: one hash tag for both keys.
+  std::string telemetryLive() const { return prefix_ + ":{telemetry}:live"; }
+  std::string signals() const { return prefix_ + ":{telemetry}:signals"; }
   std::string rate(std::string_view model) const { return modelKey(model, "rate", {}); }
   std::string session(std::string_view model, std::string_view session) const {
     return modelKey(model, "sess:", session);

@@ -1,5 +1,8 @@
 #include "state/redis/redis_scripts.h"
 
+#include <initializer_list>
+#include <string>
+
 namespace switchyard::state::redis {
 namespace {
 
@@ -76,14 +79,14 @@ if interval > 0 then
 end
 if limit > 0 and sum >= limit then return {1, sum, 0} end
 local quota, req_tat, tok_tat = nil, nil, nil
-if #KEYS >= 5 then
-  quota, req_tat, tok_tat = sy_quota(KEYS[4], KEYS[5], tonumber(ARGV[7]), tonumber(ARGV[8]),
-                                     tonumber(ARGV[9]), now_us)
+if #KEYS >= 7 then
+  quota, req_tat, tok_tat = sy_quota(KEYS[6], KEYS[7], tonumber(ARGV[8]), tonumber(ARGV[9]),
+                                     tonumber(ARGV[10]), now_us)
   if quota[1] ~= 0 then
     return {3, sum, quota[4], quota[1], quota[2], quota[3], quota[5], quota[6]}
   end
-  sy_commit(KEYS[4], req_tat, now_us)
-  sy_commit(KEYS[5], tok_tat, now_us)
+  sy_commit(KEYS[6], req_tat, now_us)
+  sy_commit(KEYS[7], tok_tat, now_us)
 end
 local ttl = tonumber(ARGV[5])
 if ttl > 0 then
@@ -100,6 +103,7 @@ if new_tat then
              math.floor((new_tat - now_us) / 1000) + 1000)
 end
 redis.call('HINCRBY', KEYS[3], gw, 1)
+redis.call('ZADD', KEYS[5], redis.call('INCR', KEYS[4]), ARGV[7])
 if quota then return {0, sum + 1, 0, 0, quota[2], quota[3], quota[5], quota[6]} end
 return {0, sum + 1, 0}
 )lua";
@@ -135,7 +139,15 @@ return 1
 constexpr std::string_view kReleaseSource = R"lua(
 local left = redis.call('HINCRBY', KEYS[1], ARGV[1], -1)
 if left <= 0 then redis.call('HDEL', KEYS[1], ARGV[1]) end
+redis.call('ZADD', KEYS[3], redis.call('INCR', KEYS[2]), ARGV[2])
 return 0
+)lua";
+
+// Marks replicas whose counts a publish wrote as changed, for readers of changes.
+constexpr std::string_view kMarkChangedSource = R"lua(
+local v = redis.call('INCR', KEYS[1])
+for i = 1, #ARGV do redis.call('ZADD', KEYS[2], v, ARGV[i]) end
+return v
 )lua";
 
 constexpr std::string_view kHeartbeatSource = R"lua(
@@ -155,23 +167,27 @@ redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[3]) + ttl)
 return 1
 )lua";
 
-constexpr std::string_view kReadSource = SY_NOW_AND_LIVE("KEYS[1]") R"lua(
-local names = {}
-for name in pairs(live) do names[#names + 1] = name end
-table.sort(names)
-local rank = 0
-for i = 1, #names do
-  if names[i] == gw then rank = i - 1 end
+// Shared by read and read changes (after SY_NOW_AND_LIVE): the live set sorted with this
+// gateway's rank in it, and one replica's view (the others' live in-flight sum, the token sums).
+constexpr std::string_view kViewHelpers = R"lua(
+local function liveNames()
+  local names = {}
+  for name in pairs(live) do names[#names + 1] = name end
+  table.sort(names)
+  local rank = 0
+  for i = 1, #names do
+    if names[i] == gw then rank = i - 1 end
+  end
+  return names, rank
 end
-local out = {#names, rank}
-for k = 2, #KEYS, 2 do
+local function replicaView(out, run_key, tok_key)
   local others = 0
-  local runs = redis.call('HGETALL', KEYS[k])
+  local runs = redis.call('HGETALL', run_key)
   for i = 1, #runs, 2 do
     if runs[i] ~= gw and live[runs[i]] then others = others + tonumber(runs[i + 1]) end
   end
   local sums = {0, 0, 0, 0, 0, 0, 0, 0}
-  for _, v in ipairs(redis.call('HVALS', KEYS[k + 1])) do
+  for _, v in ipairs(redis.call('HVALS', tok_key)) do
     local j = 1
     for n in string.gmatch(v, '%S+') do
       if j <= 8 then sums[j] = sums[j] + (tonumber(n) or 0) end
@@ -180,6 +196,37 @@ for k = 2, #KEYS, 2 do
   end
   out[#out + 1] = others
   for j = 1, 8 do out[#out + 1] = sums[j] end
+end
+)lua";
+
+constexpr std::string_view kReadBody = R"lua(
+local names, rank = liveNames()
+local out = {#names, rank}
+for k = 2, #KEYS, 2 do replicaView(out, KEYS[k], KEYS[k + 1]) end
+return out
+)lua";
+
+// Only the replicas changed since the reader's version, unless the live set differs from the
+// one it saw (others' counts start or stop counting) or the version went back (shared state was
+// reset): then every replica that ever changed. The run and tok keys are built from the prefixes
+// in ARGV; they carry the model's hash tag like the declared keys, so they live on one shard.
+constexpr std::string_view kReadChangesBody = R"lua(
+local names, rank = liveNames()
+local signature = table.concat(names, ',')
+local version = tonumber(redis.call('GET', KEYS[2]) or '0')
+local since = tonumber(ARGV[2])
+local full = signature ~= ARGV[3] or since < 0 or since > version
+local out = {version, #names, rank, signature, full and 1 or 0}
+if (not full) and since == version then return out end
+local members
+if full then
+  members = redis.call('ZRANGE', KEYS[3], 0, -1)
+else
+  members = redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. since, '+inf')
+end
+for _, replica in ipairs(members) do
+  out[#out + 1] = replica
+  replicaView(out, ARGV[4] .. replica, ARGV[5] .. replica)
 end
 return out
 )lua";
@@ -200,8 +247,62 @@ redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1
 )lua";
 
+// The live set is fleet-wide (not per model): it decides which gateway scrapes which replica.
+// Batches are trimmed by age (MINID), so a reader that fell behind loses only what is too old
+// to be fresh anyway.
+constexpr std::string_view kExchangeSignalsSource = R"lua(
+local t = redis.call('TIME')
+local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local gw = ARGV[1]
+local ttl = tonumber(ARGV[2])
+local retention = tonumber(ARGV[5])
+redis.call('HSET', KEYS[1], gw, string.format('%.0f', now_ms + ttl))
+redis.call('PEXPIRE', KEYS[1], ttl * 10)
+local live = {}
+local hb = redis.call('HGETALL', KEYS[1])
+for i = 1, #hb, 2 do
+  local deadline = tonumber(hb[i + 1])
+  if deadline >= now_ms then
+    live[#live + 1] = hb[i]
+  elseif deadline < now_ms - ttl * 10 then
+    redis.call('HDEL', KEYS[1], hb[i])
+  end
+end
+table.sort(live)
+if ARGV[3] ~= '' then
+  redis.call('XADD', KEYS[2], 'MINID', '~', string.format('%.0f', now_ms - retention), '*',
+             'g', gw, 'p', ARGV[3])
+  redis.call('PEXPIRE', KEYS[2], retention * 2)
+end
+local from = ARGV[4]
+if from == '' then from = string.format('%.0f', now_ms - 1000) else from = '(' .. from end
+local entries = redis.call('XRANGE', KEYS[2], from, '+', 'COUNT', tonumber(ARGV[6]))
+local cursor = ARGV[4]
+local out = {string.format('%.0f', now_ms), '', #live}
+for i = 1, #live do out[#out + 1] = live[i] end
+for _, e in ipairs(entries) do
+  cursor = e[1]
+  local f = e[2]
+  if f[2] ~= gw then
+    out[#out + 1] = e[1]
+    out[#out + 1] = f[2]
+    out[#out + 1] = f[4]
+  end
+end
+out[2] = cursor
+return out
+)lua";
+
+constexpr std::string_view kNowAndLive = SY_NOW_AND_LIVE("KEYS[1]");
+
 #undef SY_NOW_AND_LIVE
 #undef SY_QUOTA_FUNCTIONS
+
+std::string joined(std::initializer_list<std::string_view> parts) {
+  std::string text;
+  for (std::string_view part : parts) text.append(part);
+  return text;
+}
 
 }  // namespace
 
@@ -210,11 +311,20 @@ std::string_view scriptSource(ScriptId script) {
     case ScriptId::kAdmit: return kAdmitSource;
     case ScriptId::kRelease: return kReleaseSource;
     case ScriptId::kHeartbeat: return kHeartbeatSource;
-    case ScriptId::kRead: return kReadSource;
+    case ScriptId::kRead: {
+      static const std::string source = joined({kNowAndLive, kViewHelpers, kReadBody});
+      return source;
+    }
     case ScriptId::kPinSession: return kPinSessionSource;
     case ScriptId::kRecordJob: return kRecordJobSource;
     case ScriptId::kQuota: return kQuotaSource;
     case ScriptId::kQuotaSettle: return kQuotaSettleSource;
+    case ScriptId::kExchangeSignals: return kExchangeSignalsSource;
+    case ScriptId::kMarkChanged: return kMarkChangedSource;
+    case ScriptId::kReadChanges: {
+      static const std::string source = joined({kNowAndLive, kViewHelpers, kReadChangesBody});
+      return source;
+    }
   }
   return {};
 }

@@ -12,14 +12,16 @@
 namespace switchyard::state::redis {
 
 enum class ScriptId : uint8_t {
-  // KEYS: rate, live, run:REPLICA[, quota req, quota tok]. ARGV: gateway, max_inflight,
-  // interval_us, tolerance_us, liveness ttl_ms, live key expiry ms[, rpm, tpm, tokens].
+  // KEYS: rate, live, run:REPLICA, ver, chg[, quota req, quota tok]. ARGV: gateway,
+  // max_inflight, interval_us, tolerance_us, heartbeat ttl_ms, live key expiry ms, replica[, rpm,
+  // tpm, tokens]. An admission marks the replica changed (ver, chg).
   // Returns {verdict (0 admitted, 1 in-flight limit, 2 rate limited, 3 a key's budget refused),
   // in-flight sum over live gateways after the call, retry_after_us}, then with the quota keys
   // {quota verdict (0, 1 requests, 2 tokens), remaining requests, remaining tokens,
   // reset_requests_us, reset_tokens_us}. Nothing is written unless every check passes.
   kAdmit,
-  // KEYS: run:REPLICA. ARGV: gateway. Decrements this gateway's count, never below zero.
+  // KEYS: run:REPLICA, ver, chg. ARGV: gateway, replica. Decrements this gateway's count, never
+  // below zero, and marks the replica changed.
   kRelease,
   // KEYS: live, then the run:REPLICA keys this gateway reports. ARGV: gateway, ttl_ms,
   // reap_after_ms. Renews this gateway's heartbeat; drops gateways dead for reap_after_ms.
@@ -38,8 +40,18 @@ enum class ScriptId : uint8_t {
   kQuota,
   // KEYS: a quota bucket. ARGV: limit per minute, delta units. Adds (or refunds) units.
   kQuotaSettle,
+  // KEYS: telemetry live hash, signals stream. ARGV: gateway, ttl_ms, payload, cursor,
+  // retention_ms, max_entries. Returns {now_ms, cursor, live count, live ids..., then per
+  // batch of another gateway: stream id, gateway, payload}.
+  kExchangeSignals,
+  // KEYS: ver, chg. ARGV: replicas. Bumps the model's version and marks the replicas changed.
+  kMarkChanged,
+  // KEYS: live, ver, chg. ARGV: gateway, since_version (-1: all), live signature seen, run key
+  // prefix, tok key prefix. Returns {version, live count, rank, live signature, full (0/1), then
+  // per replica changed since `since_version` (all when full): name, others_running, 8 sums}.
+  kReadChanges,
 };
-inline constexpr size_t kScriptCount = 8;
+inline constexpr size_t kScriptCount = 11;
 
 std::string_view scriptSource(ScriptId script);
 
