@@ -3,6 +3,7 @@
 
 #include "cli/bench_command.h"
 #include "cli/demo_command.h"
+#include "cli/keys_command.h"
 #include "cli/optimize_command.h"
 #include "cli/profile_command.h"
 #include "cli/simulate_command.h"
@@ -65,6 +66,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   engine_cmd->add_flag("--no-chunked-prefill", engine_options->no_chunked_prefill,
                        "Prefill whole prompts in prefill-only steps (vLLM V0's scheduler)");
+  engine_cmd->add_option("--api-key", engine_options->api_key,
+                         "As vLLM: /v1/* requires Authorization: Bearer KEY");
   engine_cmd->add_flag("--profile-table", engine_options->profile_table,
                        "Print predicted tokens/s per GPU for --model and exit");
   engine_cmd->add_option("--table-prompt-tokens", engine_options->table_prompt_tokens)
@@ -153,9 +156,11 @@ int main(int argc, char** argv) {
   int command_exit = 0;
   switchyard::cli::addProfileCommands(app, command_exit);
   switchyard::cli::addOptimizeCommand(app, command_exit);
+  // keys: the API keys file (docs/security.md).
+  switchyard::cli::addKeysCommand(app, command_exit);
 
   CLI11_PARSE(app, argc, argv);
-  for (const char* name : {"profile", "gen-profile", "optimize"}) {
+  for (const char* name : {"profile", "gen-profile", "optimize", "keys"}) {
     if (app.got_subcommand(name)) return command_exit;
   }
   if (simulate->parsed()) return switchyard::cli::runSimulate(simulate_options);

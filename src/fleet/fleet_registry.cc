@@ -58,13 +58,16 @@ void FleetRegistry::apply(const std::vector<ModelSpec>& models, TimeNs signal_ma
     for (const ReplicaSpec& replica_spec : spec.replicas) {
       auto& state = kept[replica_spec.address];
       if (!state) {
-        if (auto it = by_address_.find(replica_spec.address); it != by_address_.end()) {
+        auto it = by_address_.find(replica_spec.address);
+        if (it != by_address_.end() && it->second->upstreamTls() == replica_spec.tls &&
+            it->second->authorization() == replica_spec.authorization) {
           state = it->second;
         } else {
           std::string host;
           uint16_t port = 0;
           splitHostPort(replica_spec.address, host, port);
           state = std::make_shared<ReplicaState>(replica_spec.address, host, port);
+          state->setUpstreamAccess(replica_spec.tls, replica_spec.authorization);
           if (snapshot_) state->markReady(now);
         }
       }

@@ -22,6 +22,8 @@ namespace switchyard::fleet {
 struct ReplicaSpec {
   std::string address;  // host:port
   std::map<std::string, std::string> labels;
+  bool tls = false;            // the replica speaks HTTPS (given as https://host:port)
+  std::string authorization;   // sent upstream as Authorization ("Bearer KEY"); "" none
 };
 
 struct ModelSpec {

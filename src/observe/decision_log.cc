@@ -105,6 +105,10 @@ std::string renderDecisionsJson(std::vector<DecisionRecord> records,
                    r.unix_ns / 1'000'000, static_cast<double>(r.latency_ns) / 1e3);
     out.append(R"("request_id":)");
     appendJsonString(out, r.request_id);
+    if (r.key_name[0] != '\0') {
+      out.append(R"(,"key":)");
+      appendJsonString(out, r.key_name);
+    }
     out.append(R"(,"model":)");
     appendJsonString(out, names.modelName(r.model_slot));
     out.append(R"(,"strategy":)");
