@@ -15,7 +15,7 @@ namespace {
 template <size_t N>
 void copyTruncated(char (&dst)[N], std::string_view src) {
   const size_t n = std::min(src.size(), N - 1);
-  std::memcpy(dst, src.data(), n);
+  if (n > 0) std::memcpy(dst, src.data(), n);  // an empty view may have no data pointer
   dst[n] = '\0';
 }
 
