@@ -3,7 +3,7 @@ JOBS ?= $(shell nproc)
 
 .PHONY: deps build build-debug test test-release test-debug tsan demo bench bench-faults \
 	bench-hetero bench-stampede bench-sim bench-optimizer bench-chaos bench-control-plane bench-slo \
-	bench-scaledown clean
+	bench-scaledown fuzz-smoke fuzz-campaign bench-tls clean
 
 deps:
 	bash scripts/install-deps.sh
@@ -74,6 +74,25 @@ bench-scaledown: build
 bench-optimizer: build
 	./build/release/micro_bench --benchmark_filter='Optimizer|ProfileMaxRate|LoadRecord'
 	bash bench/e2e/optimizer.sh
+
+# libFuzzer targets (clang, ASan+UBSan) for a short fixed time each from the committed corpora
+# (tests/fuzz/corpus/<target>); new inputs go to build/fuzz/corpus/, crashes to
+# build/fuzz/artifacts/. FUZZ_SECONDS per target (default 20).
+FUZZ_SECONDS ?= 20
+fuzz-smoke: deps
+	cmake --preset fuzz >/dev/null
+	cmake --build --preset fuzz -j $(JOBS)
+	bash tests/fuzz/run.sh $(FUZZ_SECONDS)
+
+# A longer campaign: FUZZ_SECONDS per target (default 420: about 70 min over the targets).
+fuzz-campaign: deps
+	cmake --preset fuzz >/dev/null
+	cmake --build --preset fuzz -j $(JOBS)
+	bash tests/fuzz/run.sh $${FUZZ_SECONDS:-420}
+
+# The TLS proxy overhead against nginx terminating TLS the same way (docs/benchmarks.md).
+bench-tls: build
+	BENCH_TLS=1 bash bench/e2e/proxy_overhead.sh
 
 # The chaos soak: 3 gateways sharing Redis, 6 engine processes, steady load and a chaos event every
 # few seconds (crash, hang, Redis restart, gateway restart, replica removed/added). 10 min;

@@ -9,6 +9,8 @@ packages=(
   libspdlog-dev libfmt-dev libcli11-dev libxxhash-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libglpk-dev  # the GPU-mix optimizer's MILP solver
+  libsodium-dev  # API keys stored as keyed BLAKE2b digests
+  clang libclang-rt-14-dev  # libFuzzer targets (make fuzz-smoke)
   redis-server nginx-light wrk curl python3 gnuplot-nox
   prometheus chromium  # promtool checks /metrics; headless chromium tests the dashboard
   python3-yaml         # tests/deploy/validate_manifests.py reads the rendered manifests

@@ -18,11 +18,18 @@
 #                appended to that gateway's config. In a snippet, @COLLECTOR@ becomes
 #                http://127.0.0.1:<backend port> (the backend nginx answers 200 to OTLP POSTs).
 #                Each variant shows up as target NAME with its ratio to `switchyard`.
+#              BENCH_TLS=1: nginx and Switchyard terminate TLS the same way (TLS 1.2+, the same
+#                ECDHE AEAD suites, HTTP/1.1, a fresh P-256 certificate, session tickets on);
+#                wrk speaks HTTPS to both, the backend stays plain HTTP (`make bench-tls`).
+#              BENCH_CONNECTION_CLOSE=1: every request on a new connection (with TLS: a full
+#                handshake per request).
 # Exit status: non-zero when something is broken (setup, wrong Switchyard response); a missed
 # performance goal is reported as MISS but does not fail the script.
 set -euo pipefail
 
 readonly DURATION="${BENCH_DURATION:-5s}"
+readonly TLS="${BENCH_TLS:-0}"
+readonly CONNECTION_CLOSE="${BENCH_CONNECTION_CLOSE:-0}"
 readonly RUNS="${BENCH_RUNS:-3}"
 read -r -a CONCURRENCIES <<<"${BENCH_CONCURRENCIES:-1 32 256}"
 readonly CONCURRENCIES
@@ -33,7 +40,7 @@ readonly SWITCHYARD="${SWITCHYARD:-build/release/switchyard}"
 
 die() { echo "proxy_overhead: $*" >&2; exit 1; }
 
-for tool in nginx wrk curl python3; do
+for tool in nginx wrk curl python3 openssl; do
   command -v "$tool" >/dev/null || die "$tool not found (run scripts/install-deps.sh)"
 done
 [ -x "$SWITCHYARD" ] || die "$SWITCHYARD not built (run make build)"
@@ -79,7 +86,9 @@ if [ "$NPROC" -ge 2 ] && command -v taskset >/dev/null; then
   if [ "$NPROC" -ge 3 ]; then PIN_BACKEND=(taskset -c 2); fi
 fi
 
-echo "command: BENCH_DURATION=$DURATION BENCH_RUNS=$RUNS bash $0${*:+ $*}"
+echo "command: BENCH_TLS=$TLS BENCH_CONNECTION_CLOSE=$CONNECTION_CLOSE BENCH_DURATION=$DURATION" \
+  "BENCH_RUNS=$RUNS bash $0${*:+ $*}"
+echo "uptime:$(uptime)"
 echo "machine: nproc=$NPROC cpu=\"$CPU_MODEL\" kernel=$(uname -r)"
 echo "switchyard: $("$SWITCHYARD" --version 2>/dev/null || echo unknown) ($SWITCHYARD)"
 echo "versions: $(nginx -v 2>&1) $(wrk -v 2>&1 | head -1 | awk '{print $1, $2}')"
@@ -109,6 +118,27 @@ readonly REQUEST_BODY='{"model":"llama2-7b","messages":[{"role":"user","content"
 BACKEND_PORT="$(free_port)"
 NGINX_PORT="$(free_port)"
 [ "$BACKEND_PORT" != "$NGINX_PORT" ] || NGINX_PORT="$(free_port)"
+
+# TLS: one certificate for both proxies, and one policy (auth/tls_context.cc's, in nginx terms).
+SCHEME=http
+NGINX_TLS=""
+SWITCHYARD_TLS=""
+CURL_TLS=()
+if [ "$TLS" = 1 ]; then
+  SCHEME=https
+  CURL_TLS=(-k)
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+    -subj "/CN=127.0.0.1" -addext "subjectAltName=IP:127.0.0.1" \
+    -keyout "$WORK/tls.key" -out "$WORK/tls.pem" >/dev/null 2>&1 || die "openssl failed"
+  NGINX_TLS="ssl;
+    ssl_certificate $WORK/tls.pem;
+    ssl_certificate_key $WORK/tls.key;
+    ssl_protocols TLSv1.2 TLSv1.3;
+    ssl_ciphers ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305;
+    ssl_session_tickets on"
+  SWITCHYARD_TLS="tls: { cert_file: $WORK/tls.pem, key_file: $WORK/tls.key }"
+  echo "tls: both proxies terminate TLS 1.2/1.3 with a P-256 certificate ($(openssl version))"
+fi
 
 # Common nginx prologue: everything nginx writes stays in $WORK/<name>.
 nginx_prologue() {
@@ -155,7 +185,7 @@ EOF
     keepalive_requests 100000000;
   }
   server {
-    listen 127.0.0.1:$NGINX_PORT reuseport;
+    listen 127.0.0.1:$NGINX_PORT reuseport ${NGINX_TLS};
     location / {
       proxy_pass http://backend;
       proxy_http_version 1.1;
@@ -170,6 +200,7 @@ cat >"$WORK/switchyard.yaml" <<EOF
 listen: 127.0.0.1:0
 admin_listen: 127.0.0.1:0
 workers: 1
+$SWITCHYARD_TLS
 routing: { default_strategy: least-request }
 models:
   - name: llama2-7b
@@ -184,12 +215,14 @@ wrk.path = "/v1/chat/completions"
 wrk.headers["Content-Type"] = "application/json"
 wrk.body = '$REQUEST_BODY'
 EOF
+if [ "$CONNECTION_CLOSE" = 1 ]; then echo 'wrk.headers["Connection"] = "close"' >>"$WORK/chat.lua"; fi
 
 # Waits until a POST to the URL answers 200 (deadline 10 s).
 wait_ready() {
   local name=$1 url=$2
   for _ in $(seq 100); do
-    if curl -s -o /dev/null -w '%{http_code}' --max-time 1 -H 'Content-Type: application/json' \
+    if curl "${CURL_TLS[@]}" -s -o /dev/null -w '%{http_code}' --max-time 1 \
+      -H 'Content-Type: application/json' \
       -d "$REQUEST_BODY" "$url/v1/chat/completions" 2>/dev/null | grep -q '^200$'; then
       return 0
     fi
@@ -224,8 +257,8 @@ fi
 
 declare -A URL=(
   [backend]="http://127.0.0.1:$BACKEND_PORT"
-  [nginx]="http://127.0.0.1:$NGINX_PORT"
-  [switchyard]="http://$SWITCHYARD_ADDR"
+  [nginx]="$SCHEME://127.0.0.1:$NGINX_PORT"
+  [switchyard]="$SCHEME://$SWITCHYARD_ADDR"
 )
 TARGETS=(backend nginx switchyard)
 
@@ -252,7 +285,7 @@ for variant in ${BENCH_VARIANTS:-}; do
     sleep 0.1
   done
   [ -n "$addr" ] || { tail -20 "$WORK/$name.log" >&2; die "variant $name did not start"; }
-  URL[$name]="http://$addr"
+  URL[$name]="$SCHEME://$addr"
   TARGETS+=("$name")
   echo "variant: $name = $binary${snippet:+ + $(tr '\n' ' ' <"$snippet")}"
 done
@@ -264,7 +297,7 @@ for t in "${TARGETS[@]}"; do wait_ready "$t" "${URL[$t]}"; done
 # and name the replica it went to in `target-pod`.
 check_switchyard() {
   local headers="$WORK/check.headers" body="$WORK/check.body" code
-  code="$(curl -s --max-time 5 -D "$headers" -o "$body" -w '%{http_code}' \
+  code="$(curl "${CURL_TLS[@]}" -s --max-time 5 -D "$headers" -o "$body" -w '%{http_code}' \
     -H 'Content-Type: application/json' -d "$REQUEST_BODY" \
     "${URL[switchyard]}/v1/chat/completions")" || die "curl through switchyard failed"
   [ "$code" = 200 ] || die "switchyard answered HTTP $code, expected 200"

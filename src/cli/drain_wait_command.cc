@@ -11,7 +11,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cctype>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "api/openai_error.h"
@@ -36,7 +39,8 @@ struct Answer {
 // One request with a deadline (the gateway's admin listener is plain HTTP on the cluster
 // network).
 Answer call(const std::string& host, uint16_t port, http::verb method, const std::string& target,
-            const std::string& body, std::chrono::milliseconds timeout) {
+            const std::string& body, const std::string& authorization,
+            std::chrono::milliseconds timeout) {
   asio::io_context io;
   beast::tcp_stream stream(io);
   stream.expires_after(timeout);
@@ -48,6 +52,7 @@ Answer call(const std::string& host, uint16_t port, http::verb method, const std
   http::request<http::string_body> req{method, target, 11};
   req.set(http::field::host, host);
   req.set(http::field::user_agent, "switchyard-drain-wait");
+  if (!authorization.empty()) req.set(http::field::authorization, authorization);
   if (method == http::verb::post) {
     req.set(http::field::content_type, "application/json");
     req.body() = body;
@@ -102,6 +107,14 @@ Status readStatus(const Answer& answer) {
   return status;
 }
 
+int refused(const std::string& url, int status) {
+  fmt::print(stderr,
+             "drain-wait: {} refused the call ({}): its admin listener needs a token; pass "
+             "--token-file with a key of its admin_auth.keys_file\n",
+             url, status);
+  return 2;
+}
+
 }  // namespace
 
 bool parseGatewayUrl(const std::string& url, std::string& host, uint16_t& port) {
@@ -123,6 +136,29 @@ bool parseTimeoutText(const std::string& text, TimeNs& out) {
     return true;
   }
   return parseDurationText(text, out);
+}
+
+std::string readAdminToken(const std::string& path, std::string& error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = "cannot read " + path;
+    return {};
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  std::string token = text.str();
+  const auto blank = [](unsigned char c) { return std::isspace(c) != 0; };
+  while (!token.empty() && blank(token.back())) token.pop_back();
+  size_t start = 0;
+  while (start < token.size() && blank(token[start])) ++start;
+  token.erase(0, start);
+  if (token.empty()) {
+    error = path + " is empty";
+  } else if (std::any_of(token.begin(), token.end(), blank)) {
+    error = path + " holds more than one token";
+    token.clear();
+  }
+  return token;
 }
 
 int runDrainWait(const DrainWaitOptions& options) {
@@ -172,6 +208,21 @@ int runDrainWait(const DrainWaitOptions& options) {
     fmt::print(stderr, "drain-wait: --gateway http://HOST:ADMIN_PORT is required\n");
     return 2;
   }
+  std::string token_file = options.token_file;
+  if (const char* env = std::getenv("SWITCHYARD_ADMIN_TOKEN_FILE");
+      token_file.empty() && env != nullptr) {
+    token_file = env;
+  }
+  std::string authorization;
+  if (!token_file.empty()) {
+    std::string error;
+    const std::string token = readAdminToken(token_file, error);
+    if (token.empty()) {
+      fmt::print(stderr, "drain-wait: --token-file: {}\n", error);
+      return 2;
+    }
+    authorization = "Bearer " + token;
+  }
   std::string pod_json;
   api::appendJsonEscaped(pod_json, options.pod);
   const std::string body = R"({"pod":")" + pod_json + "\"}";
@@ -186,11 +237,14 @@ int runDrainWait(const DrainWaitOptions& options) {
     int64_t in_flight = 0;
     for (Gateway& g : gateways) {
       if (options.drain && !g.drained) {
-        const Answer a = call(g.host, g.port, http::verb::post, "/admin/drain", body, per_call);
+        const Answer a = call(g.host, g.port, http::verb::post, "/admin/drain", body,
+                              authorization, per_call);
         if (a.status == 200 || a.status == 404) g.drained = true;
+        if (a.status == 401 || a.status == 403) return refused(g.url, a.status);
       }
-      const Answer a =
-          call(g.host, g.port, http::verb::get, "/admin/drain/" + path_name, {}, per_call);
+      const Answer a = call(g.host, g.port, http::verb::get, "/admin/drain/" + path_name, {},
+                            authorization, per_call);
+      if (a.status == 401 || a.status == 403) return refused(g.url, a.status);
       g.answered = a.status != 0;
       g.last = readStatus(a);
       const bool done = g.answered && (!g.last.known || g.last.empty);

@@ -8,6 +8,12 @@
 // 1 the timeout passed first (the Pod is then stopped anyway: a preStop hook cannot hold it past
 // its grace period); 2 a bad argument. A gateway that does not answer is asked again until the
 // timeout. Output: one line per change of the in-flight count, on stderr.
+//
+// A gateway whose admin listener requires bearer tokens (admin_auth.keys_file) is called with
+// the token read from --token-file (or $SWITCHYARD_ADMIN_TOKEN_FILE): a file holding the key
+// `switchyard keys add` printed, surrounding whitespace ignored. An unreadable or empty file is
+// a bad argument (exit 2); a refused token (401/403) is reported and exits 2 at once, since
+// waiting longer cannot help.
 #pragma once
 
 #include <string>
@@ -23,7 +29,12 @@ struct DrainWaitOptions {
   std::string timeout = "300s";  // a duration like 90s, 2m, or seconds
   std::string interval = "500ms";
   bool drain = true;  // POST /admin/drain first
+  std::string token_file;  // "" none (then $SWITCHYARD_ADMIN_TOKEN_FILE, if set)
 };
+
+// The token in `path` without surrounding whitespace; "" with `error` set when unreadable,
+// empty, or holding more than one word.
+std::string readAdminToken(const std::string& path, std::string& error);
 
 int runDrainWait(const DrainWaitOptions& options);
 

@@ -4,6 +4,7 @@
 #include "cli/bench_command.h"
 #include "cli/demo_command.h"
 #include "cli/drain_wait_command.h"
+#include "cli/keys_command.h"
 #include "cli/optimize_command.h"
 #include "cli/profile_command.h"
 #include "cli/simulate_command.h"
@@ -66,6 +67,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   engine_cmd->add_flag("--no-chunked-prefill", engine_options->no_chunked_prefill,
                        "Prefill whole prompts in prefill-only steps (vLLM V0's scheduler)");
+  engine_cmd->add_option("--api-key", engine_options->api_key,
+                         "As vLLM: /v1/* requires Authorization: Bearer KEY");
   engine_cmd->add_flag("--profile-table", engine_options->profile_table,
                        "Print predicted tokens/s per GPU for --model and exit");
   engine_cmd->add_option("--table-prompt-tokens", engine_options->table_prompt_tokens)
@@ -165,14 +168,19 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   drain_wait->add_flag("!--no-drain", drain_wait_options.drain,
                        "only wait; do not ask the gateway to drain first");
+  drain_wait->add_option("--token-file", drain_wait_options.token_file,
+                         "file holding a bearer token for gateways with admin_auth "
+                         "(default: $SWITCHYARD_ADMIN_TOKEN_FILE)");
 
   // profile, gen-profile, optimize: the GPU-mix optimizer (docs/optimizer.md).
   int command_exit = 0;
   switchyard::cli::addProfileCommands(app, command_exit);
   switchyard::cli::addOptimizeCommand(app, command_exit);
+  // keys: the API keys file (docs/security.md).
+  switchyard::cli::addKeysCommand(app, command_exit);
 
   CLI11_PARSE(app, argc, argv);
-  for (const char* name : {"profile", "gen-profile", "optimize"}) {
+  for (const char* name : {"profile", "gen-profile", "optimize", "keys"}) {
     if (app.got_subcommand(name)) return command_exit;
   }
   if (simulate->parsed()) return switchyard::cli::runSimulate(simulate_options);

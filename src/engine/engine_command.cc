@@ -77,6 +77,7 @@ ReplicaPlan planReplica(const ProfileCatalog& catalog, const EngineCommandOption
   plan.server.flavor = *flavor;
   plan.server.seed = o.seed;
   plan.server.faults = faults;
+  plan.server.api_key = o.api_key;
   // The emulator's prompt hashes cover 16-token blocks.
   plan.server.prefix_hashes = plan.perf.block_size == kPrefixBlockTokens;
   return plan;

@@ -19,6 +19,7 @@ struct EngineCommandOptions {
   std::string profiles_path;  // YAML replacing the built-in profiles; empty: built in
   std::string replicas_path;  // YAML list of replicas; replaces the single-replica flags
   std::string faults_json;    // initial faults, as accepted by POST /admin/faults
+  std::string api_key;        // as vLLM's --api-key: /v1/* requires this bearer key
   bool no_prefix_caching = false;
   int num_scheduler_steps = 1;      // > 1: vLLM's multi-step scheduling (--num-scheduler-steps)
   bool no_chunked_prefill = false;  // vLLM V0's prefill-only steps

@@ -344,6 +344,13 @@ class Replica {
     const unsigned version = request.version();
     auto expect = [&](http::verb wanted) { return method == wanted; };
 
+    if (!options_.api_key.empty() && path.starts_with("/v1/") &&
+        request[http::field::authorization] != "Bearer " + options_.api_key) {
+      // vLLM's answer with --api-key when the key is missing or wrong.
+      co_return co_await write(stream, http::status::unauthorized, version, keep_alive,
+                               "application/json", R"({"error":"Unauthorized"})");
+    }
+
     if (path == "/v1/chat/completions" || path == "/v1/completions") {
       if (!expect(http::verb::post)) co_return co_await methodNotAllowed(stream, request);
       co_return co_await serveGeneration(

@@ -36,6 +36,8 @@ struct EngineServerOptions {
   std::chrono::milliseconds read_timeout{30000};   // header-to-end-of-body of one request
   std::chrono::milliseconds write_timeout{30000};  // each write to a slow client
   size_t max_body_bytes = 16u << 20;
+  // As vLLM's --api-key: /v1/* answers 401 unless `Authorization: Bearer API_KEY`. "" open.
+  std::string api_key;
 };
 
 class EngineHost {

@@ -59,7 +59,9 @@ void FleetRegistry::apply(const std::vector<ModelSpec>& models, TimeNs signal_ma
       auto& state = kept[replica_spec.address];
       if (!state) {
         const bool ready = (replica_spec.lifecycle & kNotReady) == 0;
-        if (auto it = by_address_.find(replica_spec.address); it != by_address_.end()) {
+        auto it = by_address_.find(replica_spec.address);
+        if (it != by_address_.end() && it->second->upstreamTls() == replica_spec.tls &&
+            it->second->authorization() == replica_spec.authorization) {
           state = it->second;
           // Back from NotReady: eased in again like a new replica.
           if ((state->lifecycle() & kNotReady) && ready) state->markReady(now);
@@ -68,6 +70,7 @@ void FleetRegistry::apply(const std::vector<ModelSpec>& models, TimeNs signal_ma
           uint16_t port = 0;
           splitHostPort(replica_spec.address, host, port);
           state = std::make_shared<ReplicaState>(replica_spec.address, host, port);
+          state->setUpstreamAccess(replica_spec.tls, replica_spec.authorization);
           if (snapshot_ && !replica_spec.established) state->markReady(now);
         }
         state->storeLifecycle(kDiscoveryFlags, replica_spec.lifecycle);

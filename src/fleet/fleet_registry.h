@@ -28,6 +28,8 @@ struct ReplicaSpec {
   // established, not eased in by slow start.
   bool established = false;
   PodIdentity pod;  // empty for static replicas
+  bool tls = false;            // the replica speaks HTTPS (given as https://host:port)
+  std::string authorization;   // sent upstream as Authorization ("Bearer KEY"); "" none
 };
 
 struct ModelSpec {

@@ -127,6 +127,15 @@ class ReplicaState {
   // A hash of name() that every gateway computes alike (FNV-1a), for choices several gateways
   // must agree on without talking (e.g. admission shares while shared state is away).
   uint64_t nameHash() const { return name_hash_; }
+  // How the gateway reaches it: over TLS (an https:// replica), and with which Authorization
+  // value ("" none). Set once by the registry before the replica is published; immutable after
+  // (a change of either makes the registry create a new record).
+  void setUpstreamAccess(bool tls, std::string authorization) {
+    tls_ = tls;
+    authorization_ = std::move(authorization);
+  }
+  bool upstreamTls() const { return tls_; }
+  const std::string& authorization() const { return authorization_; }
 
   ReplicaCounters& counters() { return counters_; }
   const ReplicaCounters& counters() const { return counters_; }
@@ -257,6 +266,8 @@ class ReplicaState {
   const std::string host_;
   const uint16_t port_;
   const uint64_t name_hash_;
+  bool tls_ = false;
+  std::string authorization_;
 
   ReplicaCounters counters_;
 

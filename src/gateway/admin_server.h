@@ -1,6 +1,11 @@
 // AdminServer: the operator-facing listener (health, debug views). Runs on the control thread's
 // io_context, never on a hot-path worker. Handlers are plain functions from path to response so
 // later issues can add endpoints (metrics, decisions, dashboard) in one place.
+//
+// secure() adds TLS (the listener's certificate store, reloaded like the client listener's) and
+// an access policy (gateway/admin_access.h): a refused caller gets 401 before any handler runs.
+// Every request other than GET/HEAD (a write: faults, drain, scale overrides) is logged with who
+// made it, from where, and the status it got; the Authorization header is never logged.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -12,7 +17,13 @@
 #include <string>
 #include <string_view>
 
+namespace switchyard::auth {
+class TlsContextStore;
+}
+
 namespace switchyard::gateway {
+
+class AdminAccess;
 
 struct AdminResponse {
   unsigned status = 200;
@@ -44,6 +55,9 @@ class AdminServer {
   // matching prefix wins.
   void handlePrefix(std::string prefix, AdminRequestHandler handler);
   uint16_t port() const;
+  // Before start(). `tls` (may be null or disabled; outlives the server): the certificate store;
+  // `access` (may be null: everyone allowed, writes logged as anonymous).
+  void secure(const auth::TlsContextStore* tls, std::shared_ptr<AdminAccess> access);
   void start();
   void stop();
 

@@ -20,7 +20,7 @@ std::optional<Refusal> AdmissionStage::beforeRouting(const fleet::ModelEntry& mo
 
 boost::asio::awaitable<ReplicaAdmission> AdmissionStage::onReplica(
     const fleet::ModelEntry& model, fleet::ReplicaState& replica, TimeNs now,
-    SharedAdmission& shared, std::optional<Refusal>& refusal) {
+    SharedAdmission& shared, std::optional<Refusal>& refusal, RequestAuth* key_budgets) {
   const int64_t limit = model.limits.max_inflight_per_replica;
   // Check-and-admit (admission/inflight_admission.h); other gateways' requests count too, as
   // last read from shared state, then exactly in the shared admission below.
@@ -31,13 +31,20 @@ boost::asio::awaitable<ReplicaAdmission> AdmissionStage::onReplica(
   const double model_rate =
       per_replica_rate *
       std::max(1, model.runtime->routable_replicas.load(std::memory_order_relaxed));
-  const state::AdmitResult admitted = co_await shared_.admit(
-      {model.name, replica.name(), limit, model_rate, std::max(1.0, model_rate), liveness_ttl_});
+  state::AdmitRequest request{model.name,    replica.name(), limit, model_rate,
+                              std::max(1.0, model_rate), liveness_ttl_};
+  if (key_budgets != nullptr) request.quota = &key_budgets->quota;
+  const state::AdmitResult admitted = co_await shared_.admit(request);
   notice_.note(admitted.verdict == state::AdmitVerdict::kDegraded);
   switch (admitted.verdict) {
     case state::AdmitVerdict::kAdmitted:
+      if (key_budgets != nullptr) key_budgets->stage->onSharedAnswer(*key_budgets, admitted.quota);
       shared.hold(shared_, model.name, replica.name());
       co_return ReplicaAdmission::kAdmitted;
+    case state::AdmitVerdict::kQuotaLimited:
+      admission::releaseLocally(replica);
+      refusal = key_budgets->stage->onSharedAnswer(*key_budgets, admitted.quota);
+      co_return ReplicaAdmission::kRateLimited;
     case state::AdmitVerdict::kInflightLimit:
       admission::releaseLocally(replica);
       co_return ReplicaAdmission::kAtLimit;
@@ -61,6 +68,14 @@ boost::asio::awaitable<ReplicaAdmission> AdmissionStage::onReplica(
     if (const TimeNs wait = model.runtime->rate.tryAcquire(now); wait > 0) {
       admission::releaseLocally(replica);
       refusal = rateLimited(wait);
+      co_return ReplicaAdmission::kRateLimited;
+    }
+  }
+  if (key_budgets != nullptr) {
+    refusal = key_budgets->stage->onSharedDegraded(
+        *key_budgets, model.runtime->live_gateways.load(std::memory_order_relaxed), now);
+    if (refusal) {
+      admission::releaseLocally(replica);
       co_return ReplicaAdmission::kRateLimited;
     }
   }

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "fleet/fleet_snapshot.h"
+#include "gateway/auth_stage.h"
 #include "gateway/refusal.h"
 #include "gateway/shared_state_notice.h"
 #include "observe/observer.h"
@@ -75,11 +76,13 @@ class AdmissionStage {
 
   // After routing: admits the request on `replica`. On kAdmitted the caller owns one count of
   // the replica's `running` (released when its attempt ends) and `shared` releases the shared
-  // count; on kRateLimited `refusal` says what to answer.
+  // count; on kRateLimited `refusal` says what to answer. `key_budgets` (auth_stage.h): an API
+  // key's budgets checked in the same shared call.
   boost::asio::awaitable<ReplicaAdmission> onReplica(const fleet::ModelEntry& model,
                                                      fleet::ReplicaState& replica, TimeNs now,
                                                      SharedAdmission& shared,
-                                                     std::optional<Refusal>& refusal);
+                                                     std::optional<Refusal>& refusal,
+                                                     RequestAuth* key_budgets = nullptr);
 
   // Every replica of the model is at its in-flight limit (counted).
   Refusal saturated();

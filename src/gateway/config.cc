@@ -48,6 +48,7 @@ void requireStrategy(const std::string& name, const std::string& key) {
 void parseTimeouts(const YAML::Node& node, TimeoutsConfig& t) {
   const std::pair<const char*, TimeNs*> fields[] = {
       {"client_header_ms", &t.client_header},
+      {"client_body_ms", &t.client_body},
       {"client_idle_ms", &t.client_idle},
       {"client_write_ms", &t.client_write},
       {"upstream_connect_ms", &t.upstream_connect},
@@ -144,6 +145,8 @@ fleet::ModelSpec parseModel(const YAML::Node& node, size_t index, const GatewayC
                                                  where + ".routing_strategy");
     requireStrategy(model.routing_strategy, where + ".routing_strategy");
   }
+  std::string model_authorization;  // the model's api_key, for replicas without their own
+  parseUpstreamKey(node, where, model_authorization);
   const YAML::Node replicas = node["replicas"];
   if (replicas && !replicas.IsSequence()) throw ConfigError(where + ".replicas: must be a list");
   std::set<std::string> seen;
@@ -165,6 +168,9 @@ fleet::ModelSpec parseModel(const YAML::Node& node, size_t index, const GatewayC
     } else {
       throw ConfigError(rwhere + ": needs an address");
     }
+    parseReplicaScheme(replica, rwhere + ".address");
+    replica.authorization = model_authorization;
+    if (rnode.IsMap()) parseUpstreamKey(rnode, rwhere, replica.authorization);
     requireAddress(replica.address, rwhere + ".address");
     if (!seen.insert(replica.address).second) {
       throw ConfigError(rwhere + ": duplicate address " + replica.address);
@@ -307,8 +313,9 @@ GatewayConfig parseNode(const YAML::Node& root) {
       "load_monitor", "discovery"};
   for (auto it = root.begin(); it != root.end(); ++it) {
     const std::string key = it->first.as<std::string>();
-    if (!kKnown.count(key)) throw ConfigError(key + ": unknown key");
+    if (!kKnown.count(key) && !isSecurityKey(key)) throw ConfigError(key + ": unknown key");
   }
+  parseSecurity(root, config.security);
   if (root["listen"]) config.listen = scalar<std::string>(root["listen"], "listen");
   if (root["admin_listen"]) {
     config.admin_listen = scalar<std::string>(root["admin_listen"], "admin_listen");
@@ -437,6 +444,7 @@ void validate(const GatewayConfig& config) {
   requireAddress(config.admin_listen, "admin_listen");
   if (config.default_strategy.empty()) throw ConfigError("routing.default_strategy: empty");
   requireStrategy(config.default_strategy, "routing.default_strategy");
+  validateSecurity(config);
 }
 
 }  // namespace
@@ -479,6 +487,7 @@ void applyEnvironment(GatewayConfig& config) {
     config.observe.tracing.sampling_ratio = ratio;
   }
   applySharedStateEnvironment(config.shared_state);
+  applySecurityEnvironment(config.security);
 }
 
 }  // namespace switchyard::gateway

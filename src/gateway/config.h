@@ -11,7 +11,9 @@
 // (a Go duration such as 30s), plus SWITCHYARD_ROUTING_LEAST_REQUEST_TOP_K_TOLERANCE_FRACTION and
 // SWITCHYARD_ROUTING_SLOW_START_AGGRESSION; tracing with SWITCHYARD_OTLP_ENDPOINT and
 // SWITCHYARD_TRACE_SAMPLING_RATIO; shared state with SWITCHYARD_SHARED_STATE_BACKEND,
-// SWITCHYARD_REDIS_ADDRESS, REDIS_HOST, REDIS_PORT and REDIS_PASSWORD. See docs/configuration.md.
+// SWITCHYARD_REDIS_ADDRESS, REDIS_HOST, REDIS_PORT and REDIS_PASSWORD; API keys with
+// SWITCHYARD_KEYS_FILE and admin tokens with SWITCHYARD_ADMIN_KEYS_FILE. See
+// docs/configuration.md.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +29,7 @@
 #include "health/replica_health.h"
 #include "gateway/readiness.h"
 #include "gateway/load_monitor_config.h"
+#include "gateway/security_config.h"
 #include "gateway/shared_state_config.h"
 #include "observe/observe_config.h"
 
@@ -38,7 +41,8 @@ inline constexpr int kMaxWorkers = 64;
 using ConfigError = switchyard::ConfigError;
 
 struct TimeoutsConfig {
-  TimeNs client_header = 30 * kNsPerSec;      // reading a request's headers and body
+  TimeNs client_header = 30 * kNsPerSec;      // reading a request's headers
+  TimeNs client_body = 30 * kNsPerSec;        // reading its body, once the headers are in
   TimeNs client_idle = 75 * kNsPerSec;        // keep-alive between client requests
   TimeNs client_write = 60 * kNsPerSec;       // one write to a slow client
   TimeNs upstream_connect = 3 * kNsPerSec;
@@ -93,6 +97,7 @@ struct GatewayConfig {
   fleet::kubernetes::KubernetesSettings kubernetes;
   fleet::AdmissionParams admission;  // `admission:` defaults for every model (docs/admission.md)
   LoadMonitorConfig load_monitor;  // request monitoring for the optimizer (`load_monitor:`)
+  SecurityConfig security;  // TLS, API keys, the admin plane, client limits (docs/security.md)
 
   // Engine signals older than this are unknown (three scrape intervals).
   TimeNs signalMaxAge() const { return 3 * scrape_interval; }

@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/ip/address.hpp>
+#include <boost/asio/ssl/stream_base.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http.hpp>
 #include <optional>
@@ -51,8 +52,8 @@ bool isHopByHop(http::field f) {
 
 asio::awaitable<UpstreamPool::Stream> Worker::Impl::connect(const fleet::ReplicaState& replica,
                                                             TimeNs timeout) {
-  auto owned = std::make_unique<beast::tcp_stream>(io);
-  beast::tcp_stream& stream = *owned;
+  auto connected = std::make_unique<beast::tcp_stream>(io);
+  beast::tcp_stream& stream = *connected;
   stream.expires_after(asDuration(timeout));
   boost::system::error_code ec;
   const auto address = asio::ip::make_address(replica.host(), ec);
@@ -68,6 +69,26 @@ asio::awaitable<UpstreamPool::Stream> Worker::Impl::connect(const fleet::Replica
   if (ec) co_return nullptr;
   boost::system::error_code ignored;
   stream.socket().set_option(tcp::no_delay(true), ignored);
+  if (!replica.upstreamTls()) {
+    co_return std::make_unique<switchyard::http::ConnectionStream>(std::move(stream.socket()));
+  }
+  // An https:// replica: TLS with the gateway's upstream context (CA and name verified unless
+  // upstream_tls.verify is false), within the same connect timeout.
+  const std::shared_ptr<asio::ssl::context>& context = security.upstreamTls();
+  if (!context) co_return nullptr;
+  auto owned = std::make_unique<switchyard::http::ConnectionStream>(std::move(stream.socket()),
+                                                                    context);
+  if (!switchyard::auth::prepareClientTls(owned->tls()->native_handle(), replica.host(),
+                                          security.config().upstream_tls.verify)) {
+    co_return nullptr;
+  }
+  owned->expires_after(asDuration(timeout));
+  auto [hec] =
+      co_await owned->tls()->async_handshake(asio::ssl::stream_base::client, kTuple);
+  if (hec) {
+    spdlog::warn("upstream {}: TLS handshake failed: {}", replica.name(), hec.message());
+    co_return nullptr;
+  }
   co_return owned;
 }
 
@@ -97,10 +118,18 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
   head.append(http::to_string(req.method())).push_back(' ');
   head.append(req.target()).append(" HTTP/1.1\r\n");
   appendHeader(head, "Host", replica->name());
+  // The client's credentials stay here unless the configuration forwards them; the replica's
+  // own credentials (its api_key) go instead.
+  const bool forward_authorization =
+      replica->authorization().empty() && auth.forwardClientAuthorization();
   for (const auto& field : req) {
     if (isHopByHop(field.name())) continue;
+    if (field.name() == http::field::authorization && !forward_authorization) continue;
     if (observer.replacesUpstreamHeader(field.name_string())) continue;
     appendHeader(head, field.name_string(), field.value());
+  }
+  if (!replica->authorization().empty()) {
+    appendHeader(head, "Authorization", replica->authorization());
   }
   appendHeader(head, "Content-Length", std::to_string(req.body().size()));
   if (target.generated_id) appendHeader(head, "x-request-id", request_id);
@@ -189,6 +218,7 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
   appendHeader(head, "routing-strategy", strategy);
   appendHeader(head, "target-pod", replica->name());
   observer.appendResponseHeaders(conn.observed, head);  // x-switchyard-decision when asked
+  AuthStage::appendHeaders(conn.auth, head);           // x-ratelimit-* for keyed requests
   if (chunk_to_client) {
     appendHeader(head, "Transfer-Encoding", "chunked");
   } else {

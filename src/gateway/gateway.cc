@@ -11,13 +11,17 @@
 #include <thread>
 
 #include "core/cpu_budget.h"
+#include "core/file_limit.h"
+#include "core/file_stamp.h"
 #include "fleet/capacity_tracker.h"
 #include "fleet/fleet_registry.h"
 #include "fleet/telemetry_scraper.h"
+#include "gateway/admin_access.h"
 #include "gateway/admin_server.h"
 #include "gateway/fleet_plane.h"
 #include "gateway/fleet_view.h"
 #include "gateway/load_monitor.h"
+#include "gateway/security_plane.h"
 #include "gateway/shared_state_metrics.h"
 #include "gateway/shared_state_sync.h"
 #include "gateway/telemetry_metrics.h"
@@ -31,26 +35,40 @@
 namespace switchyard::gateway {
 namespace {
 
+void logFileLimit(const FileLimit& limit) {
+  if (!limit.error.empty()) {
+    spdlog::warn("gateway: open files limit: {}", limit.error);
+  } else if (limit.soft != limit.before) {
+    spdlog::info("gateway: open files limit {} (raised from {})", limit.soft, limit.before);
+  } else {
+    spdlog::info("gateway: open files limit {}", limit.soft);
+  }
+  if (limit.soft < kWantedOpenFiles) {
+    spdlog::warn(
+        "gateway: open files limit {} is low: every client and upstream connection holds a "
+        "descriptor, so about {} clients can be proxied at once; raise the hard limit (ulimit "
+        "-Hn, systemd LimitNOFILE=, the container runtime's nofile default) to {} or more",
+        limit.soft, limit.soft / 2, kWantedOpenFiles);
+  }
+}
+
+
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
-
-struct FileStamp {
-  int64_t mtime_ns = -1;
-  int64_t size = -1;
-  bool operator==(const FileStamp&) const = default;
-};
-
-FileStamp stampOf(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return {};
-  return {static_cast<int64_t>(st.st_mtim.tv_sec) * kNsPerSec + st.st_mtim.tv_nsec,
-          static_cast<int64_t>(st.st_size)};
-}
 
 size_t replicaCount(const GatewayConfig& config) {
   size_t n = 0;
   for (const auto& model : config.models) n += model.replicas.size();
   return n;
+}
+
+bool anyTlsReplica(const GatewayConfig& config) {
+  for (const auto& model : config.models) {
+    for (const auto& replica : model.replicas) {
+      if (replica.tls) return true;
+    }
+  }
+  return false;
 }
 
 class ControlPlane {
@@ -83,7 +101,11 @@ class ControlPlane {
       spdlog::info("gateway: {} workers, one per CPU this process may use: {}", worker_count,
                    budget.source);
     }
+    logFileLimit(raiseFileLimit());
     tcp::endpoint listen = http::resolveListenAddress(config_.listen);
+    // Keys, certificates and client limits (docs/security.md). Every https:// replica a reload
+    // may add needs the upstream context: built when any is configured at start.
+    security_ = std::make_unique<SecurityPlane>(config_.security, anyTlsReplica(config_));
     observe_ = std::make_unique<observe::Observability>(config_.observe,
                                                         static_cast<size_t>(worker_count));
     shared_backend_ =
@@ -99,7 +121,7 @@ class ControlPlane {
     for (int i = 0; i < worker_count; ++i) {
       workers_.push_back(std::make_unique<Worker>(i, config_, registry_, listen,
                                                   observe_->worker(i), *shared_backend_,
-                                                  directory_));
+                                                  directory_, *security_));
       directory_.contexts.push_back(&workers_.back()->context());
       directory_.queues.push_back(&workers_.back()->queue());
       // Port 0 means "any": the first worker gets one, the others share it (SO_REUSEPORT).
@@ -109,6 +131,7 @@ class ControlPlane {
                                                          config_.load_monitor,
                                                          shared_backend_->gatewayId());
     admin_ = std::make_unique<AdminServer>(io_, http::resolveListenAddress(config_.admin_listen));
+    admin_->secure(&security_->adminTls(), std::make_shared<GatewayAdminAccess>(*security_));
     registerAdminEndpoints();
     fleet_plane_->registerAdmin(*admin_);
     registerLoadEndpoint();
@@ -179,6 +202,7 @@ class ControlPlane {
       for (const auto& worker : workers_) clients.push_back(&worker->sharedStateStats());
       appendSharedStateMetrics(text, state_sync_->distributed() ? "redis" : "memory", clients,
                                *state_sync_, *snapshot);
+      security_->appendMetrics(text);
       appendTelemetryMetrics(text, scraper_,
                              state_sync_->distributed() ? telemetry_share_.get() : nullptr,
                              health_);
@@ -289,6 +313,7 @@ class ControlPlane {
         spdlog::info("gateway: SIGHUP, reloading {}", options_.config_path);
         stamp_ = stampOf(options_.config_path);  // the file poll need not reload it again
         reload();
+        security_->refresh(true);  // keys files and certificates, changed or not
         waitForSignal();
         return;
       }
@@ -306,6 +331,7 @@ class ControlPlane {
         spdlog::info("gateway: {} changed, reloading", options_.config_path);
         reload();
       }
+      security_->refresh(false);  // keys files and certificates that changed
       scheduleReloadPoll();
     });
   }
@@ -389,6 +415,7 @@ class ControlPlane {
   asio::signal_set signals_;
   asio::steady_timer reload_timer_;
   asio::steady_timer shutdown_timer_;
+  std::unique_ptr<SecurityPlane> security_;  // declared before admin_ and workers_: outlives them
   std::unique_ptr<AdminServer> admin_;
   std::unique_ptr<observe::Observability> observe_;  // declared before workers_: outlives them
   std::shared_ptr<state::SharedStateBackend> shared_backend_;  // outlives workers' clients
@@ -415,6 +442,7 @@ int runGateway(const GatewayOptions& options) {
     if (!options.admin_listen_override.empty()) {
       config.admin_listen = options.admin_listen_override;
     }
+    validateSecurity(config);  // the admin listener may have moved beyond loopback
   } catch (const std::exception& e) {
     spdlog::error("gateway: {}", e.what());
     return 2;

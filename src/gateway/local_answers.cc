@@ -28,6 +28,7 @@ asio::awaitable<bool> Worker::Impl::sendJson(ClientConnection& conn, unsigned st
   appendHeader(head, "Content-Length", std::to_string(body.size()));
   if (!request_id.empty()) appendHeader(head, "x-request-id", request_id);
   if (!retry_after.empty()) appendHeader(head, "Retry-After", retry_after);
+  AuthStage::appendHeaders(conn.auth, head);  // x-ratelimit-*, WWW-Authenticate
   if (!keep_alive) appendHeader(head, "Connection", "close");
   head.append("\r\n");
   const std::array<asio::const_buffer, 2> buffers = {asio::buffer(head), asio::buffer(body)};
@@ -72,8 +73,12 @@ asio::awaitable<bool> Worker::Impl::sendRefusal(ClientConnection& conn, const Re
 asio::awaitable<bool> Worker::Impl::listModels(ClientConnection& conn, bool keep_alive) {
   const auto snapshot = snapshots.get();
   conn.aux.assign(R"({"object":"list","data":[)");
+  bool first = true;
   for (size_t i = 0; snapshot && i < snapshot->models.size(); ++i) {
-    if (i) conn.aux.push_back(',');
+    // With API keys, the models the request's key may use.
+    if (conn.auth.keyed() && !conn.auth.key->mayUse(snapshot->models[i].name)) continue;
+    if (!first) conn.aux.push_back(',');
+    first = false;
     conn.aux.append(R"({"id":")");
     api::appendJsonEscaped(conn.aux, snapshot->models[i].name);
     conn.aux.append(R"(","object":"model","created":0,"owned_by":"switchyard"})");

@@ -109,8 +109,10 @@ OptimizeDeployment parseDeployment(const YAML::Node& node, size_t index) {
       d.cost = number(v, full, 1e-9, 1e9);
     else if (key == "profile")
       d.profile = nonEmpty(v, full);
-    else if (key == "min_replicas")
+    else if (key == "min_replicas") {
       d.min_replicas = static_cast<int>(number(v, full, 0, 100000));
+      d.min_replicas_configured = true;
+    }
     else if (key == "max_replicas")
       d.max_replicas = static_cast<int>(number(v, full, 0, 100000));
     else

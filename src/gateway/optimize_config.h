@@ -24,6 +24,9 @@ struct OptimizeDeployment {
   std::optional<double> cost;  // overrides the profile's
   std::string profile;         // file or redis://host:port/?model=M
   int min_replicas = 0;        // kept when the model has no load
+  // The config names min_replicas; otherwise the Deployment's model.aibrix.ai/min_replicas
+  // label, as the gateways' discovery publishes it in Redis, applies when known.
+  bool min_replicas_configured = false;
   int max_replicas = -1;       // availability; -1: unbounded
 };
 

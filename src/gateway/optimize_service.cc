@@ -7,6 +7,7 @@
 
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -24,7 +25,9 @@
 #include "optimizer/load_window.h"
 #include "optimizer/optimizer.h"
 #include "profile/profile_json.h"
+#include "state/mark_sets.h"
 #include "state/redis/blocking_redis.h"
+#include "state/redis/redis_keys.h"
 
 namespace switchyard::gateway {
 namespace {
@@ -187,6 +190,7 @@ class OptimizeService {
 
   void cycle() {
     maybeReload();
+    if (config_.load.kind == OptimizeLoadSource::Kind::kRedis) readDiscoveredMins();
     for (auto& [name, state] : models_) {
       readLoad(state);
       solve(state);
@@ -251,6 +255,50 @@ class OptimizeService {
     state.load = optimizer::planLoad(intervals, config_.window_s, &state.summary);
   }
 
+  // The min_replicas labels the gateways' discovery published (state/mark_sets.h). Entries
+  // past their deadline are ignored; an unreadable set keeps the last one read.
+  void readDiscoveredMins() {
+    std::string error;
+    const auto url = state::redis::RedisUrl::parse(config_.load.redis, &error);
+    if (!url) return;
+    if (!redis_.connected() && !redis_.connect(*url, 1 * kNsPerSec)) return;
+    const state::redis::RedisKeys keys(config_.load.key_prefix);
+    auto reply = redis_.command({"HGETALL", keys.marks(state::kMinReplicasMarks)});
+    if (!reply) return;
+    const int64_t now_ms = unixNow() * 1000;
+    std::map<std::string, int> mins;
+    for (size_t i = 0; i + 1 < reply->elements.size(); i += 2) {
+      const std::string& value = reply->elements[i + 1].text;
+      const size_t space = value.find(' ');
+      if (space == std::string::npos) continue;
+      int64_t deadline = 0;
+      int min = 0;
+      const char* end = value.data() + value.size();
+      if (std::from_chars(value.data(), value.data() + space, deadline).ec != std::errc() ||
+          deadline <= now_ms) {
+        continue;
+      }
+      auto [ptr, ec] = std::from_chars(value.data() + space + 1, end, min);
+      if (ec != std::errc() || ptr != end || min < 0 || min > 100000) continue;
+      mins[reply->elements[i].text] = min;
+    }
+    discovered_mins_ = std::move(mins);
+  }
+
+  // The floor of deployment `index`: its config's, else its label's (discovery), else 0.
+  int minReplicas(size_t index) const {
+    const OptimizeDeployment& d = config_.deployments[index];
+    if (d.min_replicas_configured) return d.min_replicas;
+    const auto it = discovered_mins_.find(d.ns + "/" + d.name);
+    if (it == discovered_mins_.end()) return d.min_replicas;
+    return d.max_replicas >= 0 ? std::min(it->second, d.max_replicas) : it->second;
+  }
+  std::string_view minReplicasSource(size_t index) const {
+    const OptimizeDeployment& d = config_.deployments[index];
+    if (d.min_replicas_configured) return "config";
+    return discovered_mins_.contains(d.ns + "/" + d.name) ? "discovery" : "default";
+  }
+
   bool readRedis(ModelState& state, int64_t since, int64_t interval_s,
                  std::vector<observe::LoadInterval>& out) {
     std::string error;
@@ -313,7 +361,7 @@ class OptimizeService {
       spec.name = d.name;
       spec.cost = profiles_[index].cost;
       spec.upper = d.max_replicas;
-      spec.min_replicas = d.min_replicas;
+      spec.min_replicas = minReplicas(index);
       spec.profile = &profiles_[index];
       problem.deployments.push_back(spec);
     }
@@ -392,7 +440,7 @@ class OptimizeService {
     for (size_t k = 0; k < state.deployments.size(); ++k) {
       if (state.deployments[k] == index && k < state.in_force.size()) return state.in_force[k];
     }
-    return std::max(0, config_.deployments[index].min_replicas);
+    return std::max(0, minReplicas(index));
   }
 
   void registerEndpoints() {
@@ -530,10 +578,10 @@ class OptimizeService {
         const auto override_it = overrides_.find(index);
         fmt::format_to(std::back_inserter(out),
                        ",\"replicas\":{},\"recommended\":{},\"override\":{},\"min_replicas\":{},"
-                       "\"max_replicas\":{},\"cells\":[",
+                       "\"min_replicas_source\":\"{}\",\"max_replicas\":{},\"cells\":[",
                        answered(index), k < s.in_force.size() ? s.in_force[k] : 0,
-                       override_it == overrides_.end() ? -1 : override_it->second, d.min_replicas,
-                       d.max_replicas);
+                       override_it == overrides_.end() ? -1 : override_it->second,
+                       minReplicas(index), minReplicasSource(index), d.max_replicas);
         bool first = true;
         for (size_t c = 0; c < r.model.cells.size() && c < r.slices.size(); ++c) {
           const int slices = k < r.slices[c].size() ? r.slices[c][k] : 0;
@@ -618,6 +666,7 @@ class OptimizeService {
   std::deque<profile::GpuProfile> profiles_;  // one per deployment, config order
   std::map<std::string, ModelState> models_;
   std::map<size_t, int> overrides_;
+  std::map<std::string, int> discovered_mins_;  // "namespace/name" -> label (Redis source)
   state::redis::BlockingRedis redis_;
   int64_t stamp_ = -1;
   uint64_t config_errors_ = 0;

@@ -87,6 +87,13 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn, Request& req, 
   observe::RequestScope observed(observer, conn.observed, plan.arrived, request_id,
                                  req["traceparent"], req["x-switchyard-explain"]);
 
+  // The API key (auth_stage.h), before anything else is looked at.
+  if (std::optional<Refusal> refused =
+          auth.authenticate(req[http::field::authorization], conn.auth, conn.observed)) {
+    co_return co_await sendRefusal(conn, *refused, request_id, keep_alive);
+  }
+  const AuthSettlement settlement(auth, conn.auth, conn.observed);
+
   // Inspect the body once. simdjson reads up to SIMDJSON_PADDING bytes past the end: reserve
   // them instead of copying.
   std::string& body = req.body();
@@ -112,7 +119,7 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn, Request& req, 
                                    request_id, keep_alive);
     }
     model = snapshot ? defaultJobModel(*snapshot) : nullptr;
-    if (model == nullptr) {
+    if (model == nullptr || !auth.mayUse(conn.auth, model->name)) {
       co_return co_await sendError(
           conn, 400,
           "this request names no model and no default is configured "
@@ -121,7 +128,8 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn, Request& req, 
     }
   } else {
     model = snapshot ? snapshot->findModel(info.model) : nullptr;
-    if (model == nullptr) {
+    // A model the key may not use is answered like one that does not exist.
+    if (model == nullptr || !auth.mayUse(conn.auth, model->name)) {
       co_return co_await sendError(
           conn, 404, "The model `" + std::string(info.model) + "` does not exist.",
           "invalid_request_error", "model_not_found", "model", request_id, keep_alive);
@@ -169,6 +177,13 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn, Request& req, 
           ? static_cast<double>(info.max_tokens)
           : model->runtime->output_lengths.estimate(static_cast<double>(plan.prompt_estimate),
                                                     kDefaultOutputTokens);
+  // The key's budgets: checked here, or with the shared admission on the replica.
+  if (std::optional<Refusal> refused = co_await auth.beforeRouting(
+          conn.auth, *model,
+          plan.prompt_estimate + static_cast<int64_t>(plan.output_estimate),
+          admission.sharesLimits(*model), now())) {
+    co_return co_await sendRefusal(conn, *refused, request_id, keep_alive);
+  }
   plan.route = routing::RouteRequest{&plan.spec, now(), {}, {}};
   plan.route.shape.prompt_tokens = static_cast<double>(plan.prompt_estimate);
   plan.route.shape.max_tokens = static_cast<double>(info.max_tokens);
@@ -295,7 +310,9 @@ asio::awaitable<AttemptOutcome> Worker::Impl::attempt(ClientConnection& conn, Re
     if (decision.chosen < 0) {
       // Replicas lost to an admission race are at their limit too (set aside as "tried").
       if (decision.saturated > 0 || plan.admission_races > 0) co_return AttemptOutcome::kSaturated;
-      if (decision.unavailable > 0 && decision.unavailable == decision.ready) {
+      // Every replica the request could use (of its pinned GPU type, if any) is leaving.
+      if (decision.unavailable > 0 &&
+          decision.unavailable + decision.other_gpu == decision.ready) {
         co_return AttemptOutcome::kUnavailable;
       }
       co_return AttemptOutcome::kUnreachable;
@@ -332,7 +349,8 @@ asio::awaitable<AttemptOutcome> Worker::Impl::attempt(ClientConnection& conn, Re
     // Admission on the chosen replica.
     SharedAdmission shared_admission;
     const ReplicaAdmission admitted =
-        co_await admission.onReplica(model, *replica, now(), shared_admission, refusal);
+        co_await admission.onReplica(model, *replica, now(), shared_admission, refusal,
+                                     AuthStage::deferredQuota(conn.auth));
     if (admitted == ReplicaAdmission::kRateLimited) co_return AttemptOutcome::kRefused;
     if (admitted == ReplicaAdmission::kAtLimit) {
       if (++plan.admission_races > kMaxAdmissionRaces) co_return AttemptOutcome::kSaturated;
@@ -444,6 +462,10 @@ asio::awaitable<bool> Worker::Impl::proxyToOwner(ClientConnection& conn, Request
   const bool generated_id = request_id.data() == conn.generated_id;  // also sent upstream
   observe::RequestScope observed(observer, conn.observed, now(), request_id, req["traceparent"],
                                  req["x-switchyard-explain"]);
+  if (std::optional<Refusal> refused =
+          auth.authenticate(req[http::field::authorization], conn.auth, conn.observed)) {
+    co_return co_await sendRefusal(conn, *refused, request_id, keep_alive);
+  }
   conn.capture_job_id = false;  // a follow-up names its resource; nothing new to record
   const std::shared_ptr<const fleet::FleetSnapshot> snapshot = snapshots.get();
   const state::JobOwner owner = co_await shared->lookupJob(job.id);

@@ -9,6 +9,7 @@
 #include "api/openai_error.h"
 #include "fleet/discovery/kubernetes/victim_choice.h"
 #include "observe/prometheus_writer.h"
+#include "state/mark_sets.h"
 
 namespace switchyard::gateway {
 
@@ -355,6 +356,12 @@ asio::awaitable<void> ScaleDownController::review(TimeNs at) {
     if (!*alive) co_return;
   }
   for (auto it = r->views.begin(); it != r->views.end(); ++it) {
+    if (it->second.min_replicas >= 0) {
+      // The label's floor, for the optimize service (state/mark_sets.h).
+      co_await sync_.putMark(state::kMinReplicasMarks, it->first,
+                             std::to_string(it->second.min_replicas), 3 * settings_.lease);
+      if (!*alive) co_return;
+    }
     if (it->second.victims.empty()) continue;
     co_await sync_.putMark(kChoiceSet, it->first,
                            fmt::format("{}", fmt::join(it->second.victims, ",")),

@@ -9,8 +9,8 @@
 //       A10: /etc/switchyard/profiles/a10.json   # a profile file with measured steps
 //       L20: emulated                             # the engine model's, like gen-profile --emulated
 //
-// Config load only: reads files and may run the engine model (about a second per GPU type,
-// cached across reloads). Throws ConfigError naming the key.
+// Config load only: reads files and may run the engine model (1-2 s per GPU type on an idle
+// machine, cached across reloads). Throws ConfigError naming the key.
 #pragma once
 
 #include <memory>

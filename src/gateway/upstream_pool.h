@@ -7,13 +7,13 @@
 // replica while connections to the old one are pooled.
 #pragma once
 
-#include <boost/beast/core/tcp_stream.hpp>
 #include <memory>
 #include <unordered_map>
 #include <vector>
 
 #include "core/clock.h"
 #include "fleet/replica_state.h"
+#include "http/connection_stream.h"
 
 namespace switchyard::gateway {
 
@@ -22,9 +22,9 @@ class UpstreamPool {
   explicit UpstreamPool(TimeNs max_idle, size_t max_idle_per_replica = 64)
       : max_idle_(max_idle), max_per_replica_(max_idle_per_replica) {}
 
-  // Streams are heap-held because Beast's tcp_stream cannot be move-assigned; they are allocated
-  // per upstream connection, not per request.
-  using Stream = std::unique_ptr<boost::beast::tcp_stream>;
+  // Streams (plain TCP, or TLS to an https:// replica) are heap-held because Beast's streams
+  // cannot be move-assigned; they are allocated per upstream connection, not per request.
+  using Stream = std::unique_ptr<switchyard::http::ConnectionStream>;
 
   // A pooled connection to `replica` that has been idle less than max_idle, or null.
   Stream take(const fleet::ReplicaState* replica, TimeNs now);

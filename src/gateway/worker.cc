@@ -7,7 +7,11 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl/error.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http.hpp>
 
@@ -15,11 +19,28 @@
 #include "http/listener.h"
 
 namespace switchyard::gateway {
+namespace {
+
+// A source address as the client limits key it: IPv6, or IPv4 mapped into it.
+std::array<uint8_t, 16> addressKey(const asio::ip::address& address) {
+  return address.is_v6() ? address.to_v6().to_bytes()
+                         : asio::ip::make_address_v6(asio::ip::v4_mapped, address.to_v4())
+                               .to_bytes();
+}
+
+// Returned to a client that speaks plain HTTP to the TLS listener, in plain HTTP.
+constexpr std::string_view kPlainHttpToTls =
+    "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: 126\r\n"
+    "Connection: close\r\n\r\n"
+    R"({"error":{"message":"this port speaks HTTPS: use https://","type":"invalid_request_error",)"
+    R"("param":null,"code":"tls_required"}})";
+
+}  // namespace
 
 Worker::Impl::Impl(int index_in, const GatewayConfig& config_in,
                    const fleet::FleetRegistry& registry, const tcp::endpoint& listen,
                    observe::WorkerObserver& observer_in, state::SharedStateBackend& shared_state,
-                   const WorkerDirectory& directory)
+                   const WorkerDirectory& directory, SecurityPlane& security_in)
     : index(index_in),
       config(config_in),
       io(1),
@@ -35,7 +56,10 @@ Worker::Impl::Impl(int index_in, const GatewayConfig& config_in,
       shared_notice(index_in),
       admission(observer_in, *shared, shared_notice, config.shared_state.liveness_ttl),
       sessions(config.session_affinity, *shared, shared_notice),
-      queue(index_in, directory) {
+      queue(index_in, directory),
+      security(security_in),
+      auth(security_in, observer_in, *shared),
+      tls(&security_in.clientTls()) {
   observer.setExecutor([this](std::function<void()> job) { asio::post(io, std::move(job)); });
 }
 
@@ -63,21 +87,64 @@ asio::awaitable<void> Worker::Impl::sweepLoop() {
   }
 }
 
+asio::awaitable<bool> Worker::Impl::handshake(ClientConnection& conn) {
+  conn.stream.expires_after(asDuration(config.timeouts.client_header));
+  auto [ec] = co_await conn.stream.tls()->async_handshake(asio::ssl::stream_base::server, kTuple);
+  if (!ec) co_return true;
+  security.clientTls().countHandshakeFailure();
+  if (ec.category() == asio::error::get_ssl_category() &&
+      ERR_GET_REASON(static_cast<unsigned long>(ec.value())) == SSL_R_HTTP_REQUEST) {
+    // Plain HTTP to the TLS port: say so in plain HTTP, then close.
+    co_await asio::async_write(conn.stream.socket(), asio::buffer(kPlainHttpToTls), kTuple);
+  }
+  co_return false;
+}
+
 asio::awaitable<void> Worker::Impl::serve(tcp::socket socket) {
   boost::system::error_code ignored;
   socket.set_option(tcp::no_delay(true), ignored);
-  ClientConnection conn(std::move(socket));
+  // The connection caps, before any byte is read (admission/client_limits.h).
+  admission::ClientLimits& limits = security.clientLimits();
+  const tcp::endpoint peer = socket.remote_endpoint(ignored);
+  const int32_t slot = limits.openConnection(addressKey(peer.address()), now());
+  if (slot == admission::ClientAddressTable::kRefused) {
+    socket.close(ignored);
+    co_return;
+  }
+  struct SlotGuard {
+    admission::ClientLimits& limits;
+    int32_t slot;
+    ~SlotGuard() { limits.closeConnection(slot); }
+  } slot_guard{limits, slot};
+  ClientConnection conn(std::move(socket), tls.get());
+  conn.client_slot = slot;
+  if (conn.stream.isTls() && !co_await handshake(conn)) {
+    conn.stream.socket().close(ignored);
+    co_return;
+  }
+  const admission::ClientLimitSettings& caps = security.config().client_limits;
   bool first = true;
   for (;;) {
     http::request_parser<http::string_body> parser;
-    parser.header_limit(kHeaderLimit);
+    parser.header_limit(static_cast<uint32_t>(caps.max_header_bytes));
     parser.body_limit(config.max_body_bytes);
     conn.stream.expires_after(
         asDuration(first ? config.timeouts.client_header : config.timeouts.client_idle));
     first = false;
     auto [ec, n] = co_await http::async_read_header(conn.stream, conn.buffer, parser, kTuple);
+    if (ec == beast::error::timeout && parser.got_some()) {
+      limits.count(admission::ClientLimit::kHeaderTime);  // a slow client (slowloris)
+    }
+    if (!ec && static_cast<size_t>(std::distance(parser.get().begin(), parser.get().end())) >
+                   caps.max_header_count) {
+      limits.count(admission::ClientLimit::kHeaderCount);
+      co_await sendError(conn, 431, "the request has too many header fields",
+                         "invalid_request_error", "too_many_headers", "", "", false);
+      co_await lingerAndClose(conn);
+      co_return;
+    }
     if (!ec && !parser.is_done()) {
-      conn.stream.expires_after(asDuration(config.timeouts.client_header));
+      conn.stream.expires_after(asDuration(config.timeouts.client_body));
       auto& req = parser.get();
       const auto declared = parser.content_length();
       if (declared && *declared > config.max_body_bytes) {
@@ -89,6 +156,7 @@ asio::awaitable<void> Worker::Impl::serve(tcp::socket socket) {
       }
       if (!ec) {
         std::tie(ec, n) = co_await http::async_read(conn.stream, conn.buffer, parser, kTuple);
+        if (ec == beast::error::timeout) limits.count(admission::ClientLimit::kBodyTime);
       }
     }
     if (ec == http::error::body_limit) {
@@ -100,6 +168,7 @@ asio::awaitable<void> Worker::Impl::serve(tcp::socket socket) {
       co_return;
     }
     if (ec == http::error::header_limit) {
+      limits.count(admission::ClientLimit::kHeaderBytes);
       co_await sendError(conn, 431, "request headers are too large", "invalid_request_error",
                          "", "", "", false);
       co_await lingerAndClose(conn);
@@ -118,8 +187,18 @@ asio::awaitable<void> Worker::Impl::serve(tcp::socket socket) {
     }
     inflight.fetch_add(1, std::memory_order_relaxed);
     bool keep_alive = false;
+    auth.begin(conn.auth);
     try {
-      keep_alive = co_await handle(conn, parser.get());
+      // The source address's request rate, before any key is looked at.
+      if (const TimeNs wait = limits.admitRequest(conn.client_slot, now()); wait > 0) {
+        keep_alive = co_await sendRefusal(
+            conn,
+            Refusal::limited(observe::LimitKind::kOther, "client_rate_limit_exceeded",
+                             "too many requests from this address", wait),
+            "", parser.get().keep_alive() && !stopping.load(std::memory_order_relaxed));
+      } else {
+        keep_alive = co_await handle(conn, parser.get());
+      }
     } catch (const std::exception& e) {
       // Defensive: the request path reports failures as values; anything thrown is a bug, and
       // it costs this connection, never the worker.
@@ -179,7 +258,11 @@ asio::awaitable<bool> Worker::Impl::handle(ClientConnection& conn, Request& req)
                                    "invalid_request_error", "method_not_allowed", "", "",
                                    keep_alive);
     }
-    co_return co_await listModels(conn, keep_alive);
+    if (std::optional<Refusal> refused =
+            auth.authenticate(req[http::field::authorization], conn.auth, conn.observed)) {
+      co_return co_await sendRefusal(conn, *refused, "", keep_alive);
+    }
+    co_return co_await listModels(conn, keep_alive);  // the key's models only
   }
   co_return co_await sendError(conn, 404, "no route for " + std::string(path),
                                "invalid_request_error", "not_found", "", "", keep_alive);
@@ -187,9 +270,10 @@ asio::awaitable<bool> Worker::Impl::handle(ClientConnection& conn, Request& req)
 
 Worker::Worker(int index, const GatewayConfig& config, const fleet::FleetRegistry& registry,
                const tcp::endpoint& listen, observe::WorkerObserver& observer,
-               state::SharedStateBackend& shared_state, const WorkerDirectory& directory)
+               state::SharedStateBackend& shared_state, const WorkerDirectory& directory,
+               SecurityPlane& security)
     : impl_(std::make_unique<Impl>(index, config, registry, listen, observer, shared_state,
-                                   directory)) {}
+                                   directory, security)) {}
 
 boost::asio::io_context& Worker::context() { return impl_->io; }
 RequestQueue& Worker::queue() { return impl_->queue; }

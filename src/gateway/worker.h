@@ -18,6 +18,8 @@
 
 namespace switchyard::gateway {
 
+class SecurityPlane;
+
 class Worker {
  public:
   // Binds the listening socket at construction (throws on failure), so the caller knows the
@@ -27,9 +29,12 @@ class Worker {
   // admission across gateways, session pins, async-job owners).
   // `directory` (owned by the gateway, filled with every worker before any runs) lets a slot freed
   // here wake a request queued on another worker.
+  // `security` (owned by the control plane, outlives the worker): API keys, the client
+  // listener's TLS, the client limits.
   Worker(int index, const GatewayConfig& config, const fleet::FleetRegistry& registry,
          const boost::asio::ip::tcp::endpoint& listen, observe::WorkerObserver& observer,
-         state::SharedStateBackend& shared_state, const WorkerDirectory& directory);
+         state::SharedStateBackend& shared_state, const WorkerDirectory& directory,
+         SecurityPlane& security);
   ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;

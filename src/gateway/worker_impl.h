@@ -29,17 +29,22 @@
 #include <string>
 #include <string_view>
 
+#include "admission/client_limits.h"
 #include "admission/retry_budget.h"
 #include "api/request_inspector.h"
+#include "auth/tls_context.h"
 #include "gateway/admission_stage.h"
 #include "gateway/async_jobs.h"
+#include "gateway/auth_stage.h"
 #include "gateway/config.h"
 #include "gateway/refusal.h"
 #include "gateway/request_queue.h"
+#include "gateway/security_plane.h"
 #include "gateway/session_stage.h"
 #include "gateway/shared_state_notice.h"
 #include "gateway/upstream_pool.h"
 #include "gateway/worker.h"
+#include "http/connection_stream.h"
 #include "http/peer_watch.h"
 #include "routing/router.h"
 
@@ -52,7 +57,6 @@ using tcp = asio::ip::tcp;
 using Request = http::request<http::string_body>;
 inline constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 
-inline constexpr size_t kHeaderLimit = 64 * 1024;
 inline constexpr size_t kPieceSize = 32 * 1024;
 inline constexpr uint64_t kUpstreamBodyLimit = uint64_t{4} << 30;
 inline constexpr int kMaxAttempts = 10;       // upper bound of retry.max_attempts
@@ -82,8 +86,10 @@ enum class ForwardMode {
 
 // Per-connection state, allocated once per client connection and reused by its requests.
 struct ClientConnection {
-  explicit ClientConnection(tcp::socket socket) : stream(std::move(socket)) {}
-  beast::tcp_stream stream;
+  // TLS with `tls` (the listener's current context; the handshake comes next), else plain.
+  ClientConnection(tcp::socket socket, std::shared_ptr<asio::ssl::context> tls)
+      : stream(std::move(socket), std::move(tls)) {}
+  switchyard::http::ConnectionStream stream;
   // Watches the client while its request is upstream: a client that leaves cancels it.
   std::shared_ptr<switchyard::http::PeerWatch> watch =
       std::make_shared<switchyard::http::PeerWatch>();
@@ -95,6 +101,9 @@ struct ClientConnection {
   char generated_id[17] = {};
   std::string client_address;  // the peer's IP: the client, for queue fairness, absent a user
   observe::RequestRecord observed;  // metrics, decision record, spans, access log
+  RequestAuth auth;                 // the request's API key and budgets (auth_stage.h)
+  // The source address's slot in the client limits (admission/client_limits.h).
+  int32_t client_slot = admission::ClientAddressTable::kUntracked;
   std::string session_pin;  // the replica the request's session is pinned to ("" if none)
   // Async jobs: scan the response for the id of the resource it created.
   bool capture_job_id = false;
@@ -160,7 +169,8 @@ enum class QueueTurn : uint8_t {
 struct Worker::Impl {
   Impl(int index_in, const GatewayConfig& config_in, const fleet::FleetRegistry& registry,
        const tcp::endpoint& listen, observe::WorkerObserver& observer_in,
-       state::SharedStateBackend& shared_state, const WorkerDirectory& directory);
+       state::SharedStateBackend& shared_state, const WorkerDirectory& directory,
+       SecurityPlane& security_in);
 
   int index;
   const GatewayConfig config;  // a copy: the control thread edits its own on reload
@@ -181,6 +191,9 @@ struct Worker::Impl {
   AdmissionStage admission;
   SessionStage sessions;
   RequestQueue queue;
+  SecurityPlane& security;
+  AuthStage auth;
+  switchyard::auth::TlsContextCache tls;  // the client listener's certificate (none: plain)
 
   TimeNs now() const { return SteadyClock::instance().now(); }
 
@@ -188,6 +201,8 @@ struct Worker::Impl {
   asio::awaitable<void> acceptLoop();
   asio::awaitable<void> sweepLoop();
   asio::awaitable<void> serve(tcp::socket socket);
+  // The TLS handshake of a new connection (timeout: client_header). False: close it.
+  asio::awaitable<bool> handshake(ClientConnection& conn);
   asio::awaitable<void> lingerAndClose(ClientConnection& conn);
   asio::awaitable<bool> handle(ClientConnection& conn, Request& req);
 

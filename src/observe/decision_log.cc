@@ -15,7 +15,7 @@ namespace {
 template <size_t N>
 void copyTruncated(char (&dst)[N], std::string_view src) {
   const size_t n = std::min(src.size(), N - 1);
-  std::memcpy(dst, src.data(), n);
+  if (n > 0) std::memcpy(dst, src.data(), n);  // an empty view may have no data pointer
   dst[n] = '\0';
 }
 
@@ -106,6 +106,10 @@ std::string renderDecisionsJson(std::vector<DecisionRecord> records,
                    r.unix_ns / 1'000'000, static_cast<double>(r.latency_ns) / 1e3);
     out.append(R"("request_id":)");
     appendJsonString(out, r.request_id);
+    if (r.key_name[0] != '\0') {
+      out.append(R"(,"key":)");
+      appendJsonString(out, r.key_name);
+    }
     out.append(R"(,"model":)");
     appendJsonString(out, names.modelName(r.model_slot));
     out.append(R"(,"strategy":)");

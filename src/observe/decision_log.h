@@ -62,6 +62,7 @@ struct DecisionRecord {
   uint8_t refused = 0xFF;     // LimitKind that refused it after this decision; 0xFF: none
   char request_id[40] = {};
   char strategy[64] = {};
+  char key_name[65] = {};  // the request's API key by name ("" none); never the key
   std::array<Row, kMaxRows> rows;
 };
 

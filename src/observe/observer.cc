@@ -16,7 +16,7 @@ namespace {
 template <size_t N>
 void copyTruncated(char (&dst)[N], std::string_view src) {
   const size_t n = std::min(src.size(), N - 1);
-  std::memcpy(dst, src.data(), n);
+  if (n > 0) std::memcpy(dst, src.data(), n);  // an empty view may have no data pointer
   dst[n] = '\0';
 }
 
@@ -113,6 +113,7 @@ void WorkerObserver::onDecision(RequestRecord& r, const routing::Decision& decis
                      metrics_.modelSlot(r.model_index), r.request_id, unixNs(routing_finished),
                      routing_ns, r.decisions);
   record.worker = static_cast<uint16_t>(index_);
+  copyTruncated(record.key_name, r.key_name);
   metrics_.countDecisionsRecorded();
 
   if (r.explain) {
@@ -296,6 +297,7 @@ void WorkerObserver::end(RequestRecord& r, TimeNs now) {
     span.status = static_cast<uint16_t>(r.status);
     span.error = r.status >= 500 || (r.status == 0 && r.cancelled == CancelStage::kNone);
     span.client_cancelled = static_cast<uint8_t>(r.cancelled);
+    copyTruncated(span.key_name, r.key_name);
     span.input_tokens = r.input_tokens;
     span.output_tokens = r.output_tokens;
     copyTruncated(span.strategy, r.strategy);
@@ -313,9 +315,10 @@ void WorkerObserver::end(RequestRecord& r, TimeNs now) {
                                : -1;
     const auto level = failed ? spdlog::level::err : spdlog::level::info;
     spdlog::log(level,
-                "request id={} model={} replica={} strategy={} status={} latency_ms={:.3f} "
+                "request id={} key={} model={} replica={} strategy={} status={} latency_ms={:.3f} "
                 "ttft_ms={:.3f} input_tokens={} output_tokens={} attempts={}{}{}",
-                r.request_id, r.model ? std::string_view(r.model->name) : "-", replica_name,
+                r.request_id, r.key_name.empty() ? "-" : r.key_name,
+                r.model ? std::string_view(r.model->name) : "-", replica_name,
                 r.strategy.empty() ? "-" : r.strategy, r.status, latency_ms, ttft_ms,
                 r.input_tokens, r.output_tokens, r.decisions,
                 r.cancelled == CancelStage::kNone ? "" : " cancelled=",

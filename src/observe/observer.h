@@ -42,6 +42,7 @@ struct RequestRecord {
   TimeNs started = 0;
   int64_t unix_started = 0;
   std::string_view request_id;
+  std::string_view key_name;  // the API key's name (auth): never the key; "" none
   bool explain = false;
   // Trace.
   bool sampled = false;

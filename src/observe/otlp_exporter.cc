@@ -115,6 +115,7 @@ std::string renderOtlpJson(const std::vector<SpanRecord>& spans, const MetricsRe
       switch (s.kind) {
         case SpanKind::kRequest:
           if (s.status) a.integer("http.response.status_code", s.status);
+          if (s.key_name[0]) a.str("switchyard.api_key.name", s.key_name);
           if (!replica.empty()) a.str("target_pod", replica);
           if (s.client_cancelled != 0) {
             a.str("switchyard.client_cancelled",

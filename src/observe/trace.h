@@ -56,6 +56,7 @@ struct SpanRecord {
   uint8_t client_cancelled = 0;   // request: CancelStage when the client left early
   char strategy[64] = {};
   char request_id[40] = {};
+  char key_name[65] = {};  // request span: the API key's name ("" none); never the key
 };
 
 // Bounded SPSC ring: push() from the owning worker only, pop() from the control thread only.

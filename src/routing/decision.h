@@ -47,6 +47,7 @@ struct Decision {
   bool health_fallback = false;  // every replica was unhealthy: health was ignored, not the request
   uint32_t saturated = 0;        // candidates removed by the in-flight limit
   uint32_t unavailable = 0;      // replicas removed as draining or not ready (never a fallback)
+  uint32_t other_gpu = 0;        // replicas of another GPU type than the request pinned
   bool affinity = false;         // the request's preferred replica (its session's) was kept
   uint32_t pick_set = 0;  // top-K / band: how many candidates the pick was among (0: lowest won)
   // Candidate sampling: how many replicas were drawn and considered (0: every replica was).

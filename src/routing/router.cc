@@ -166,6 +166,7 @@ class Filters {
     }
     if (!request_.gpu.empty() && model_.replicas[i].gpu != request_.gpu) {
       row.excluded = Exclusion::kOtherGpu;
+      ++decision_.other_gpu;
       return false;
     }
     // One byte says whether the replica's lifecycle or health can exclude it: a replica in
@@ -271,6 +272,7 @@ Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& mo
       // of it, as without sampling (the health fallback included).
       decision.saturated = 0;
       decision.unavailable = 0;
+      decision.other_gpu = 0;
       decision.sampled = 0;
       unhealthy = filterFleet(model, request, decision, scratch);
     }

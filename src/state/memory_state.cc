@@ -58,6 +58,12 @@ class MemoryClient final : public SharedStateClient, private MemoryEndpoint {
   boost::asio::awaitable<JobOwner> lookupJob(std::string_view job_id) override {
     co_return store_->lookupJob(job_id, startCall());
   }
+  boost::asio::awaitable<QuotaResult> checkQuota(const QuotaRequest& request) override {
+    co_return QuotaResult{false, store_->takeQuota(request, startCall())};
+  }
+  void settleQuota(std::string_view key, int64_t tpm, int64_t delta_tokens) override {
+    store_->settleQuota(key, tpm, delta_tokens);
+  }
   const SharedStateStats& stats() const override { return stats_; }
 };
 

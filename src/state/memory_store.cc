@@ -6,6 +6,8 @@
 #include <map>
 #include <unordered_map>
 
+#include "auth/quota_bucket.h"
+
 namespace switchyard::state {
 namespace {
 
@@ -93,7 +95,17 @@ struct Job {
   TimeNs expires = 0;
 };
 
+struct KeyBudgets {
+  auth::QuotaBucket requests;
+  auth::QuotaBucket tokens;
+};
+
 }  // namespace
+
+struct MemoryStore::Quotas {
+  std::mutex mutex;
+  StringMap<KeyBudgets> keys;
+};
 
 struct MemoryStore::Stripe {
   std::mutex mutex;
@@ -125,7 +137,9 @@ struct MemoryStore::Coordination {
 };
 
 MemoryStore::MemoryStore()
-    : telemetry_(std::make_unique<Telemetry>()), coordination_(std::make_unique<Coordination>()) {
+    : quotas_(std::make_unique<Quotas>()),
+      telemetry_(std::make_unique<Telemetry>()),
+      coordination_(std::make_unique<Coordination>()) {
   for (auto& stripe : stripes_) stripe = std::make_unique<Stripe>();
 }
 
@@ -192,6 +206,14 @@ AdmitResult MemoryStore::admit(const AdmitRequest& request, std::string_view gat
   if (request.max_inflight > 0 && inflight >= request.max_inflight) {
     return {AdmitVerdict::kInflightLimit, inflight, 0};
   }
+  QuotaAnswer quota;
+  if (request.quota != nullptr) {
+    std::lock_guard quota_lock(quotas_->mutex);
+    quota = takeQuotaLocked(*request.quota, now);
+    if (quota.verdict != QuotaVerdict::kAdmitted) {
+      return {AdmitVerdict::kQuotaLimited, inflight, 0, quota};
+    }
+  }
   if (new_tat >= 0) model.rate_tat = new_tat;
   if (request.liveness_ttl > 0) {
     TimeNs& deadline = findOrInsert(model.heartbeat_deadline, gateway);
@@ -199,7 +221,46 @@ AdmitResult MemoryStore::admit(const AdmitRequest& request, std::string_view gat
   }
   ++findOrInsert(replica.running, gateway);
   replica.changed_at = ++model.version;
-  return {AdmitVerdict::kAdmitted, inflight + 1, 0};
+  return {AdmitVerdict::kAdmitted, inflight + 1, 0, quota};
+}
+
+QuotaAnswer MemoryStore::takeQuota(const QuotaRequest& request, TimeNs now) {
+  std::lock_guard lock(quotas_->mutex);
+  return takeQuotaLocked(request, now);
+}
+
+QuotaAnswer MemoryStore::takeQuotaLocked(const QuotaRequest& request, TimeNs now) {
+  KeyBudgets& budgets = findOrInsert(quotas_->keys, request.key);
+  QuotaAnswer answer;
+  auto describe = [&](const auth::QuotaTake& requests, const auth::QuotaTake& tokens) {
+    answer.remaining_requests = request.rpm > 0 ? requests.remaining : -1;
+    answer.remaining_tokens = request.tpm > 0 ? tokens.remaining : -1;
+    answer.reset_requests = requests.reset;
+    answer.reset_tokens = tokens.reset;
+  };
+  const auth::QuotaTake requests = budgets.requests.take(now, request.rpm, 1);
+  if (!requests.allowed) {
+    answer.verdict = QuotaVerdict::kRequestLimit;
+    answer.retry_after = requests.retry_after;
+    describe(requests, budgets.tokens.peek(now, request.tpm));
+    return answer;
+  }
+  const auth::QuotaTake tokens = budgets.tokens.take(now, request.tpm, request.tokens);
+  if (!tokens.allowed) {
+    budgets.requests.settle(request.rpm, -1);  // nothing is debited on a refusal
+    answer.verdict = QuotaVerdict::kTokenLimit;
+    answer.retry_after = tokens.retry_after;
+    describe(budgets.requests.peek(now, request.rpm), tokens);
+    return answer;
+  }
+  describe(requests, tokens);
+  return answer;
+}
+
+void MemoryStore::settleQuota(std::string_view key, int64_t tpm, int64_t delta_tokens) {
+  std::lock_guard lock(quotas_->mutex);
+  auto it = quotas_->keys.find(key);
+  if (it != quotas_->keys.end()) it->second.tokens.settle(tpm, delta_tokens);
 }
 
 void MemoryStore::release(std::string_view model_name, std::string_view replica_name,

@@ -32,6 +32,9 @@ class MemoryStore {
   MemoryStore& operator=(const MemoryStore&) = delete;
 
   AdmitResult admit(const AdmitRequest& request, std::string_view gateway, TimeNs now);
+  // An API key's budgets (auth/quota_bucket.h arithmetic), and their correction at completion.
+  QuotaAnswer takeQuota(const QuotaRequest& request, TimeNs now);
+  void settleQuota(std::string_view key, int64_t tpm, int64_t delta_tokens);
   void release(std::string_view model, std::string_view replica, std::string_view gateway);
 
   SessionPin lookupSession(std::string_view model, std::string_view session, TimeNs ttl,
@@ -65,10 +68,15 @@ class MemoryStore {
 
  private:
   struct Stripe;
+  struct Quotas;
   static constexpr size_t kStripes = 16;
   Stripe& stripeFor(std::string_view key);
+  QuotaAnswer takeQuotaLocked(const QuotaRequest& request, TimeNs now);
 
   std::array<std::unique_ptr<Stripe>, kStripes> stripes_;
+  // Keys' budgets: one mutex, taken after a model stripe's (never before), so a merged admission
+  // cannot deadlock with a quota-only call.
+  std::unique_ptr<Quotas> quotas_;
   struct Telemetry;
   std::unique_ptr<Telemetry> telemetry_;  // fleet-wide, behind its own mutex
   struct Coordination;  // leases and marks: rare control-plane calls, one mutex

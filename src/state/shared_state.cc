@@ -20,6 +20,12 @@ std::string randomGatewayId() {
 
 }  // namespace
 
+boost::asio::awaitable<QuotaResult> SharedStateClient::checkQuota(const QuotaRequest&) {
+  co_return QuotaResult{};
+}
+
+void SharedStateClient::settleQuota(std::string_view, int64_t, int64_t) {}
+
 std::shared_ptr<SharedStateBackend> makeBackend(const SharedStateSettings& settings,
                                                 std::string gateway_id) {
   if (gateway_id.empty()) gateway_id = randomGatewayId();

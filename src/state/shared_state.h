@@ -53,6 +53,36 @@ struct SharedStateStats {
   }
 };
 
+// An API key's per-minute budgets (docs/security.md), checked and debited atomically across
+// gateways: requests per minute and tokens per minute, each a bucket of one minute's worth that
+// refills continuously (the same arithmetic as auth/quota_bucket.h). Keyed by the key's name.
+struct QuotaRequest {
+  std::string_view key;  // the key's name
+  int64_t rpm = 0;       // requests per minute; 0: no request budget
+  int64_t tpm = 0;       // tokens per minute; 0: no token budget
+  int64_t tokens = 0;    // this request's estimate, debited now (settleQuota corrects it)
+};
+
+enum class QuotaVerdict : uint8_t {
+  kAdmitted,      // both budgets debited
+  kRequestLimit,  // requests per minute exhausted: nothing was debited
+  kTokenLimit,    // tokens per minute exhausted: nothing was debited
+};
+
+struct QuotaAnswer {
+  QuotaVerdict verdict = QuotaVerdict::kAdmitted;
+  int64_t remaining_requests = -1;  // after this request; -1: no request budget
+  int64_t remaining_tokens = -1;    // -1: no token budget
+  TimeNs retry_after = 0;           // refused: when the request would fit
+  TimeNs reset_requests = 0;        // until each bucket is full again
+  TimeNs reset_tokens = 0;
+};
+
+struct QuotaResult {
+  bool degraded = true;  // no answer in time: decide locally (this gateway's share)
+  QuotaAnswer answer;
+};
+
 // One admission on the chosen replica, checked and counted atomically across gateways.
 struct AdmitRequest {
   std::string_view model;
@@ -63,6 +93,9 @@ struct AdmitRequest {
   // When above 0, the admission also renews this gateway's heartbeat for this long, so the
   // others count its requests from its very first admission (not only after its first sync).
   TimeNs liveness_ttl = 0;
+  // An API key's budgets checked in the same call (one round trip): admitted only if they allow
+  // it too, and then debited.
+  const QuotaRequest* quota = nullptr;
 };
 
 enum class AdmitVerdict : uint8_t {
@@ -70,12 +103,14 @@ enum class AdmitVerdict : uint8_t {
   kInflightLimit,  // the replica is at its limit across gateways: nothing was counted
   kRateLimited,    // the model-wide rate is exceeded: nothing was counted
   kDegraded,       // the backend did not answer in time: decide locally; nothing is counted
+  kQuotaLimited,   // the key's budget refused (`quota` says which): nothing was counted
 };
 
 struct AdmitResult {
   AdmitVerdict verdict = AdmitVerdict::kDegraded;
   int64_t inflight = 0;     // the replica's in-flight count across live gateways after the call
   TimeNs retry_after = 0;   // kRateLimited: when a request would next be let through
+  QuotaAnswer quota;        // with AdmitRequest::quota: the key's budgets after the call
 };
 
 // Where a session is pinned. `replica` empty: not pinned.
@@ -120,6 +155,13 @@ class SharedStateClient {
   virtual void recordJob(std::string_view job_id, std::string_view model,
                          std::string_view replica, TimeNs ttl) = 0;
   virtual boost::asio::awaitable<JobOwner> lookupJob(std::string_view job_id) = 0;
+
+  // An API key's budgets alone (when no shared admission carries them). The default answers
+  // `degraded`: a backend without shared budgets leaves them to each gateway.
+  virtual boost::asio::awaitable<QuotaResult> checkQuota(const QuotaRequest& request);
+  // Adds `delta_tokens` (negative: refunds) to a key's token budget of `tpm` per minute, once a
+  // request's real usage is known. Fire and forget.
+  virtual void settleQuota(std::string_view key, int64_t tpm, int64_t delta_tokens);
 
   virtual const SharedStateStats& stats() const = 0;
 };

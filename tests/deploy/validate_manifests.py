@@ -89,6 +89,15 @@ def selects(selector, labels):
     return True
 
 
+def mounted(container, path):
+    """Whether `path` lies under one of the container's volumeMounts."""
+    for mount in container.get("volumeMounts", []) or []:
+        root = str(mount.get("mountPath", "")).rstrip("/")
+        if root and (path == root or path.startswith(root + "/")):
+            return True
+    return False
+
+
 class Checker:
     def __init__(self, where):
         self.where = where
@@ -327,6 +336,16 @@ class Checker:
             if field(parsed, "discovery.kubernetes") is None and "kubernetes" not in (
                     parsed.get("discovery") or {}):
                 self.fail(config[0], "the gateway config has no discovery.kubernetes")
+            # Beyond loopback the gateway refuses to start without admin credentials, and the
+            # keys file must be where the container mounts it.
+            admin = str(parsed.get("admin_listen", "127.0.0.1:8889"))
+            if not admin.startswith(("127.", "localhost", "[::1]")):
+                keys = field(parsed, "admin_auth.keys_file")
+                if not keys and not field(parsed, "admin_tls.client_ca_file"):
+                    self.fail(config[0], f"admin_listen {admin} without admin_auth.keys_file or "
+                                         "admin_tls.client_ca_file: the gateway would not start")
+                elif keys and not mounted(container, keys):
+                    self.fail(dep, f"admin_auth.keys_file {keys} is not under a volumeMount")
 
     def model(self, objects):
         """A sample model: Deployments sharing model.aibrix.ai/name, drained by drain-wait."""
@@ -353,6 +372,12 @@ class Checker:
                              for c in containers)
             if "drain-wait" not in hooks or "--pod" not in hooks or "--gateway" not in hooks:
                 self.fail(dep, "the engine's preStop hook must run switchyard drain-wait")
+            # The gateways' admin port requires a token (base/configmap.yaml's admin_auth).
+            token = re.search(r"--token-file[ =](\S+)", hooks)
+            if "drain-wait" in hooks and not token:
+                self.fail(dep, "drain-wait needs --token-file: the admin port requires a token")
+            elif token and not any(mounted(c, token.group(1)) for c in containers):
+                self.fail(dep, f"drain-wait's token {token.group(1)} is not under a volumeMount")
 
 
 def main():

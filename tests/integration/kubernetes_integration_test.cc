@@ -171,6 +171,23 @@ TEST_F(KubernetesGatewayTest, TheDrainLabelDrains) {
   ASSERT_TRUE(waitUntil([&] { return lifecycle("b") == "active"; }, 5s));
 }
 
+// A request pinned to a GPU type whose replicas are all draining: 503 no_replica, as when the
+// whole model drains, not 502 (nothing failed to answer).
+TEST_F(KubernetesGatewayTest, APinnedGpuTypeAllDrainingAnswers503) {
+  server_.setPodLabel("default", "b", "gpu", "L20");
+  ASSERT_TRUE(waitUntil([&] {
+    return fleetField(admin(), address(1), "labels").find("\"gpu\":\"L20\"") !=
+           std::string::npos;
+  }, 5s));
+  EXPECT_EQ(chat(8, {{"x-switchyard-gpu", "L20"}}).header("target-pod"), address(1));
+  server_.setPodLabel("default", "b", "aibrix.ai/draining", "true");
+  ASSERT_TRUE(waitUntil([&] { return lifecycle("b") == "draining"; }, 5s));
+  const HttpResult pinned = chat(8, {{"x-switchyard-gpu", "L20"}});
+  EXPECT_EQ(pinned.status, 503) << pinned.body;
+  EXPECT_NE(pinned.body.find("no_replica"), std::string::npos) << pinned.body;
+  EXPECT_EQ(chat().header("target-pod"), address(0));  // unpinned requests still go to a
+}
+
 TEST_F(KubernetesGatewayTest, DrainWaitHoldsUntilTheReplicaIsEmpty) {
   server_.setPodReady("default", "b", false);
   ASSERT_TRUE(waitUntil([&] { return lifecycle("b") == "not_ready"; }, 5s));

@@ -7,6 +7,8 @@
 
 #include <cmath>
 #include <fstream>
+#include <map>
+#include <tuple>
 #include <thread>
 
 #include "gateway_harness.h"
@@ -19,6 +21,12 @@
 
 namespace switchyard::testing {
 namespace {
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
 
 // Runs a switchyard command to completion; its stdout lines joined, nullopt when it failed.
 std::optional<std::string> runCommand(std::vector<std::string> args,
@@ -117,8 +125,13 @@ TEST(OptimizerIntegrationTest, EmulatedProfileMatchesAMeasuredProfileOfTheEmulat
           << m[s].tpot.mean << " vs " << e[s].tpot.mean;
       EXPECT_TRUE(within(m[s].e2e.mean, e[s].e2e.mean, 0.10, late * (output + 2)))
           << m[s].e2e.mean << " vs " << e[s].e2e.mean;
-      EXPECT_TRUE(within(m[s].ttft.mean, e[s].ttft.mean, 0.10, 0.005 + 2 * late))
-          << m[s].ttft.mean << " vs " << e[s].ttft.mean;
+      // Under ASan the emulator's own work per request (parsing, scheduling, relaying) is several
+      // times slower and queues arrivals at the highest rate; TTFT, the figure that queueing moves
+      // first, is compared in the release build only.
+      if (!kSanitized) {
+        EXPECT_TRUE(within(m[s].ttft.mean, e[s].ttft.mean, 0.10, 0.005 + 2 * late))
+            << m[s].ttft.mean << " vs " << e[s].ttft.mean;
+      }
       ++compared;
     }
   }
@@ -359,6 +372,73 @@ TEST(OptimizerIntegrationTest, ServiceReadsTheLoadFromRedisInBothLayouts) {
     // Switchyard's layout: both gateways' 100 requests over 10 s; AIBrix's: the one trace.
     EXPECT_NEAR(rps, std::string_view(layout) == "switchyard" ? 20.0 : 10.0, 1e-9);
   }
+}
+
+// The gateways' discovery publishes each Deployment's model.aibrix.ai/min_replicas label in
+// Redis (the deciding gateway's scale-down review, through SharedState::putMark); the service
+// takes it as the floor of deployments whose config names none, and ignores expired entries.
+TEST(OptimizerIntegrationTest, ServiceTakesMinReplicasFromDiscoveryUnlessConfigured) {
+  Profiles profiles;
+  RedisServer redis_server;
+  state::redis::BlockingRedis redis;
+  std::string error;
+  ASSERT_TRUE(
+      redis.connect(*state::redis::RedisUrl::parse("redis://" + redis_server.address(), &error)));
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  const std::string marks = "sy:marks:{min-replicas}";
+  const std::string later = std::to_string(now_ms + 600000);
+  ASSERT_TRUE(redis.command({"HSET", marks, "default/llama2-7b-L20", later + " 2",
+                             "default/llama2-7b-A10", later + " 3", "default/llama2-7b-V100",
+                             std::to_string(now_ms - 1000) + " 4"}));
+  TempFile config(
+      "listen: 127.0.0.1:0\ninterval: 0.2\nwindow: 30\nslo: tpot=100ms\n"
+      "load: {source: redis, redis: 'redis://" +
+          redis_server.address() +
+          "'}\n"
+          "deployments:\n"
+          "  - {name: llama2-7b-A10, model: llama2-7b, min_replicas: 1, profile: " +
+          profiles.a10() +
+          "}\n"
+          "  - {name: llama2-7b-L20, model: llama2-7b, profile: " +
+          profiles.l20() +
+          "}\n"
+          "  - {name: llama2-7b-V100, model: llama2-7b, cost: 1.5, profile: " +
+          profiles.l20() + "}\n",
+      ".yaml");
+  Process service({"optimize", "--config", config.path()});
+  // name -> {replicas answered, min_replicas, its source}
+  std::map<std::string, std::tuple<int64_t, int64_t, std::string>> seen;
+  std::string body;
+  ASSERT_TRUE(waitUntil(
+      [&] {
+        simdjson::dom::parser parser;
+        simdjson::dom::element root;
+        body = httpRequest(service.port(), "GET", "/debug/optimizer").body;
+        if (parser.parse(body).get(root) != simdjson::SUCCESS) return false;
+        simdjson::dom::array deployments;
+        if (root["models"].at(0)["deployments"].get(deployments)) return false;
+        seen.clear();
+        for (simdjson::dom::element d : deployments) {
+          std::string_view name, source;
+          int64_t replicas = 0, min = 0;
+          if (d["name"].get(name) || d["replicas"].get(replicas) ||
+              d["min_replicas"].get(min) || d["min_replicas_source"].get(source)) {
+            return false;
+          }
+          seen[std::string(name)] = {replicas, min, std::string(source)};
+        }
+        return seen.size() == 3 && std::get<0>(seen["llama2-7b-L20"]) == 2;
+      },
+      10s))
+      << body;
+  EXPECT_EQ(seen["llama2-7b-A10"], std::make_tuple(int64_t{1}, int64_t{1}, std::string("config")));
+  EXPECT_EQ(seen["llama2-7b-L20"],
+            std::make_tuple(int64_t{2}, int64_t{2}, std::string("discovery")));
+  EXPECT_EQ(seen["llama2-7b-V100"],
+            std::make_tuple(int64_t{0}, int64_t{0}, std::string("default")));
+  EXPECT_EQ(httpRequest(service.port(), "GET", "/metrics/default/llama2-7b-L20").status, 200);
 }
 
 // Gateways + emulated engines + the optimize service reading the gateways' request monitoring:

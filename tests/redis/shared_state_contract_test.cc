@@ -462,6 +462,83 @@ TYPED_TEST(SharedStateContractTest, LiveGatewaysAgreeOnTheirRanks) {
   EXPECT_EQ(this->readOne(*all[0], "m1", "r1").gateway_rank, 2);
 }
 
+TYPED_TEST(SharedStateContractTest, AKeysRequestBudgetIsSharedAcrossGateways) {
+  Gateway& a = this->gateway("a");
+  Gateway& b = this->gateway("b");
+  const QuotaRequest q{"alice", /*rpm=*/3, /*tpm=*/0, /*tokens=*/10};
+  QuotaResult first = this->run(a.client->checkQuota(q));
+  ASSERT_FALSE(first.degraded);
+  EXPECT_EQ(first.answer.verdict, QuotaVerdict::kAdmitted);
+  EXPECT_EQ(first.answer.remaining_requests, 2);
+  EXPECT_EQ(first.answer.remaining_tokens, -1);  // no token budget
+  EXPECT_EQ(this->run(b.client->checkQuota(q)).answer.remaining_requests, 1);
+  EXPECT_EQ(this->run(a.client->checkQuota(q)).answer.remaining_requests, 0);
+  const QuotaResult refused = this->run(b.client->checkQuota(q));
+  EXPECT_EQ(refused.answer.verdict, QuotaVerdict::kRequestLimit);
+  EXPECT_EQ(refused.answer.remaining_requests, 0);
+  // One request refills every 20 s: the next fits after at most that.
+  EXPECT_GT(refused.answer.retry_after, 0);
+  EXPECT_LE(refused.answer.retry_after, 20 * kNsPerSec);
+  EXPECT_GT(refused.answer.reset_requests, 40 * kNsPerSec);
+  // Another key has its own budget.
+  EXPECT_EQ(this->run(b.client->checkQuota(QuotaRequest{"bob", 3, 0, 0})).answer.verdict,
+            QuotaVerdict::kAdmitted);
+}
+
+TYPED_TEST(SharedStateContractTest, ATokenBudgetIsDebitedAtAdmissionAndSettledAtCompletion) {
+  Gateway& a = this->gateway("a");
+  Gateway& b = this->gateway("b");
+  const QuotaRequest q{"alice", /*rpm=*/100, /*tpm=*/1000, /*tokens=*/600};
+  const QuotaResult first = this->run(a.client->checkQuota(q));
+  EXPECT_EQ(first.answer.verdict, QuotaVerdict::kAdmitted);
+  EXPECT_EQ(first.answer.remaining_requests, 99);
+  EXPECT_NEAR(static_cast<double>(first.answer.remaining_tokens), 400, 2);
+  // 600 more do not fit: refused by tokens, and the request is not counted either.
+  const QuotaResult refused = this->run(b.client->checkQuota(q));
+  EXPECT_EQ(refused.answer.verdict, QuotaVerdict::kTokenLimit);
+  EXPECT_EQ(refused.answer.remaining_requests, 99);
+  EXPECT_GT(refused.answer.retry_after, 0);
+  // The first request used 100 tokens, not 600: 500 come back and the second fits.
+  a.client->settleQuota("alice", 1000, 100 - 600);
+  this->flush(a);
+  const QuotaResult second = this->run(b.client->checkQuota(q));
+  EXPECT_EQ(second.answer.verdict, QuotaVerdict::kAdmitted);
+  EXPECT_NEAR(static_cast<double>(second.answer.remaining_tokens), 300, 2);
+  // A request larger than the whole budget passes on a full bucket only.
+  const QuotaResult huge = this->run(a.client->checkQuota(QuotaRequest{"carol", 0, 1000, 5000}));
+  EXPECT_EQ(huge.answer.verdict, QuotaVerdict::kAdmitted);
+  EXPECT_EQ(huge.answer.remaining_tokens, 0);
+}
+
+TYPED_TEST(SharedStateContractTest, AnAdmissionCarriesTheKeysBudgetInTheSameCall) {
+  Gateway& a = this->gateway("a");
+  Gateway& b = this->gateway("b");
+  this->heartbeat(a);  // in-flight counts hold across live gateways only
+  this->heartbeat(b);
+  const QuotaRequest q{"alice", /*rpm=*/2, /*tpm=*/0, /*tokens=*/5};
+  AdmitRequest request{"m1", "r1", /*max_inflight=*/1};
+  request.quota = &q;
+  const AdmitResult admitted = this->run(a.client->admit(request));
+  EXPECT_EQ(admitted.verdict, AdmitVerdict::kAdmitted);
+  EXPECT_EQ(admitted.quota.remaining_requests, 1);
+  // The replica is full: refused by the in-flight limit, and the key's budget is untouched.
+  const AdmitResult full = this->run(b.client->admit(request));
+  EXPECT_EQ(full.verdict, AdmitVerdict::kInflightLimit);
+  a.client->release("m1", "r1");
+  this->flush(a);
+  EXPECT_EQ(this->run(b.client->admit(request)).quota.remaining_requests, 0);
+  b.client->release("m1", "r1");
+  this->flush(b);
+  // The key's budget is spent: refused for it, and the replica counts nothing.
+  const AdmitResult limited = this->run(a.client->admit(request));
+  EXPECT_EQ(limited.verdict, AdmitVerdict::kQuotaLimited);
+  EXPECT_EQ(limited.quota.verdict, QuotaVerdict::kRequestLimit);
+  EXPECT_GT(limited.quota.retry_after, 0);
+  EXPECT_EQ(this->readOne(b, "m1", "r1").others_running, 0);
+  // The quota-only call sees the same budget.
+  EXPECT_EQ(this->run(b.client->checkQuota(q)).answer.verdict, QuotaVerdict::kRequestLimit);
+}
+
 ReplicaReport heartbeatOnly(std::string model) {
   ReplicaReport r;
   r.model = std::move(model);

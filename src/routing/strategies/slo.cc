@@ -33,13 +33,24 @@ double violation(const profile::Slo& objective, double ttft, double tpot, double
   return v;
 }
 
-// Whether the profile predicts the request meets the objective on a replica serving it alone.
-bool meetsAlone(const profile::GpuProfile& profile, const profile::Slo& objective, double prompt,
-                double output) {
-  const profile::Prediction p = profile.predict(prompt, output, 1);
-  if (!p.valid) return false;
-  const double e2e = p.ttft_tail + std::max(0.0, output - 1) * p.tpot_tail;
-  return violation(objective, p.ttft_tail, p.tpot_tail, e2e) <= 1;
+struct Predicted {
+  bool valid = false;
+  double ttft = 0;  // at the objective's percentile, seconds
+  double tpot = 0;  // ...corrected by the replica's learned curve
+  double v = 0;     // violation: <= 1 meets the objective
+};
+
+// The request on `replica` with `n` streams in flight (this one included), from `profile`.
+Predicted predictOn(const profile::GpuProfile& profile, const fleet::ReplicaState& replica,
+                    const profile::Slo& objective, double prompt, double output, double n) {
+  const profile::Prediction p = profile.predict(prompt, output, n);
+  if (!p.valid) return {};
+  double tpot = p.tpot_tail;
+  const double learned = learnedTimePerToken(replica.capacity(), n);
+  if (learned > 0 && p.tpot > 0)
+    tpot *= std::clamp(learned / p.tpot, kMinCorrection, kMaxCorrection);
+  const double e2e = p.ttft_tail + std::max(0.0, output - 1) * tpot;
+  return {true, p.ttft_tail, tpot, violation(objective, p.ttft_tail, tpot, e2e)};
 }
 
 }  // namespace
@@ -65,12 +76,12 @@ ScoreNote SloStrategy::score(const ScoringContext& context, std::span<const uint
                             : model.runtime->output_lengths.estimate(prompt, kDefaultOutputTokens);
   const bool pack = variant_ == SloVariant::kPackLoad;
   bool any_meets = false;
-  bool meets_when_idle = false;  // some candidate would meet the SLO once its load drains
   for (size_t i = 0; i < candidates.size(); ++i) {
     const fleet::ReplicaState& replica = *model.replicas[candidates[i]].state;
     const double running = static_cast<double>(replica.globalRunning());
     const double n = running + 1;
-    const profile::Prediction p = model.replica_profiles[candidates[i]]->predict(prompt, output, n);
+    const Predicted p =
+        predictOn(*model.replica_profiles[candidates[i]], replica, objective, prompt, output, n);
     CandidateInputs& in = context.inputs[i];
     if (!p.valid) {
       // Outside what the profile measured: no promise either way; ranked after any that meets.
@@ -80,30 +91,23 @@ ScoreNote SloStrategy::score(const ScoringContext& context, std::span<const uint
       tiebreak[i] = pack ? -running : running;
       continue;
     }
-    double tpot_tail = p.tpot_tail;
-    const double learned = learnedTimePerToken(replica.capacity(), n);
-    if (learned > 0 && p.tpot > 0) {
-      tpot_tail *= std::clamp(learned / p.tpot, kMinCorrection, kMaxCorrection);
-    }
-    const double e2e_tail = p.ttft_tail + std::max(0.0, output - 1) * tpot_tail;
-    const double v = violation(objective, p.ttft_tail, tpot_tail, e2e_tail);
-    if (!meets_when_idle && variant_ == SloVariant::kLeastLoadPulling) {
-      meets_when_idle =
-          n <= 1 ? v <= 1
-                 : meetsAlone(*model.replica_profiles[candidates[i]], objective, prompt, output);
-    }
-    in.predicted_ttft = p.ttft_tail;
-    in.predicted_tpot = tpot_tail;
-    const bool meets = v <= 1;
+    in.predicted_ttft = p.ttft;
+    in.predicted_tpot = p.tpot;
+    const bool meets = p.v <= 1;
     any_meets |= meets;
-    scores[i] = meets ? (pack ? 1 - v : v) : kMissPenalty + v;
+    scores[i] = meets ? (pack ? 1 - p.v : p.v) : kMissPenalty + p.v;
     tiebreak[i] = pack ? -running : running;
   }
   note.predicted = true;
+  if (variant_ != SloVariant::kLeastLoadPulling || any_meets || context.dry_run) return note;
   // Holding helps only if waiting can: a request no replica would serve in time even alone goes
   // now, to the least violation.
-  note.hold = variant_ == SloVariant::kLeastLoadPulling && !any_meets && meets_when_idle &&
-              !context.dry_run;
+  for (size_t i = 0; i < candidates.size() && !note.hold; ++i) {
+    const fleet::ReplicaState& replica = *model.replicas[candidates[i]].state;
+    const Predicted alone =
+        predictOn(*model.replica_profiles[candidates[i]], replica, objective, prompt, output, 1);
+    note.hold = alone.valid && alone.v <= 1;
+  }
   return note;
 }
 

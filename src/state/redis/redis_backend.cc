@@ -43,15 +43,46 @@ std::vector<RedisCommand> single(RedisCommand command) {
   return commands;
 }
 
+// A key's budgets debited by a call whose caller was told "degraded" (and decided locally) are
+// refunded. `req_key`/`tok_key` index the command's args; rpm, tpm and tokens follow `argv`.
+void refundQuota(RedisConnection& connection, const RedisCommand& command, size_t req_key,
+                 size_t tok_key, size_t argv) {
+  const std::vector<std::string>& a = command.args;
+  connection.send(RedisCommand{ScriptId::kQuotaSettle, 1, {a[req_key], a[argv], "-1"}});
+  connection.send(
+      RedisCommand{ScriptId::kQuotaSettle, 1, {a[tok_key], a[argv + 1], "-" + a[argv + 2]}});
+}
+
 // An admission that Redis counted after the caller was told "degraded" is undone, so a slow
-// Redis does not leak in-flight counts. The admit command's args: rate, live, run, ver, chg
-// keys, gateway, ..., replica (last).
+// Redis does not leak in-flight counts (nor a key's budget). The admit command's args: rate,
+// live, run, ver, chg keys [, quota req, quota tok], gateway, ..., replica [, rpm, tpm, tokens].
 void undoLateAdmission(RedisConnection& connection, const RedisCommand& admit,
                        const RedisValue& reply) {
   if (reply.integerAt(0, -1) != 0) return;
+  const auto keys = static_cast<size_t>(admit.script_keys);
   connection.send(RedisCommand{
-      ScriptId::kRelease, 3, {admit.args[2], admit.args[3], admit.args[4], admit.args[5],
-                              admit.args.back()}});
+      ScriptId::kRelease, 3, {admit.args[2], admit.args[3], admit.args[4], admit.args[keys],
+                              admit.args[keys + 6]}});
+  if (keys == 7) refundQuota(connection, admit, 5, 6, keys + 7);
+}
+
+void undoLateQuota(RedisConnection& connection, const RedisCommand& quota,
+                   const RedisValue& reply) {
+  if (reply.integerAt(0, -1) == 0) refundQuota(connection, quota, 0, 1, 2);
+}
+
+QuotaAnswer quotaAnswerAt(const RedisValue& reply, size_t first) {
+  QuotaAnswer answer;
+  switch (reply.integerAt(first, 0)) {
+    case 1: answer.verdict = QuotaVerdict::kRequestLimit; break;
+    case 2: answer.verdict = QuotaVerdict::kTokenLimit; break;
+    default: break;
+  }
+  answer.remaining_requests = reply.integerAt(first + 1, -1);
+  answer.remaining_tokens = reply.integerAt(first + 2, -1);
+  answer.reset_requests = reply.integerAt(first + 3) * 1000;  // µs → ns
+  answer.reset_tokens = reply.integerAt(first + 4) * 1000;
+  return answer;
 }
 
 // Report indices grouped by model, models in order of first appearance: one script per model.
@@ -102,15 +133,28 @@ class RedisClient final : public SharedStateClient {
       tolerance_us = std::llround(std::max(0.0, request.rate_burst - 1.0) *
                                   static_cast<double>(interval_us));
     }
-    auto commands = single(scriptCommand(
-        ScriptId::kAdmit, 5,
-        {keys_.rate(request.model), keys_.live(request.model),
-         keys_.run(request.model, request.replica), keys_.version(request.model),
-         keys_.changes(request.model), gateway_,
-         std::to_string(std::max<int64_t>(0, request.max_inflight)), std::to_string(interval_us),
-         std::to_string(tolerance_us),
-         std::to_string(request.liveness_ttl > 0 ? toMs(request.liveness_ttl) : 0),
-         std::to_string(liveKeyExpiryMs(request.liveness_ttl)), std::string(request.replica)}));
+    std::vector<std::string> args{keys_.rate(request.model), keys_.live(request.model),
+                                  keys_.run(request.model, request.replica),
+                                  keys_.version(request.model), keys_.changes(request.model)};
+    const QuotaRequest* quota = request.quota;
+    if (quota != nullptr) {
+      args.push_back(keys_.quota(quota->key, "req"));
+      args.push_back(keys_.quota(quota->key, "tok"));
+    }
+    const int key_count = static_cast<int>(args.size());
+    args.push_back(gateway_);
+    args.push_back(std::to_string(std::max<int64_t>(0, request.max_inflight)));
+    args.push_back(std::to_string(interval_us));
+    args.push_back(std::to_string(tolerance_us));
+    args.push_back(std::to_string(request.liveness_ttl > 0 ? toMs(request.liveness_ttl) : 0));
+    args.push_back(std::to_string(liveKeyExpiryMs(request.liveness_ttl)));
+    args.push_back(std::string(request.replica));
+    if (quota != nullptr) {
+      args.push_back(std::to_string(quota->rpm));
+      args.push_back(std::to_string(quota->tpm));
+      args.push_back(std::to_string(std::max<int64_t>(0, quota->tokens)));
+    }
+    auto commands = single(scriptCommand(ScriptId::kAdmit, key_count, std::move(args)));
     commands[0].on_late_reply = &undoLateAdmission;
     auto connection = connection_;
     auto replies = co_await connection->call(std::move(commands));
@@ -121,11 +165,49 @@ class RedisClient final : public SharedStateClient {
       case 0: result.verdict = AdmitVerdict::kAdmitted; break;
       case 1: result.verdict = AdmitVerdict::kInflightLimit; break;
       case 2: result.verdict = AdmitVerdict::kRateLimited; break;
+      case 3: result.verdict = AdmitVerdict::kQuotaLimited; break;
       default: co_return result;
     }
     result.inflight = reply.integerAt(1);
     result.retry_after = reply.integerAt(2) * 1000;  // µs → ns
+    if (quota != nullptr && reply.elements.size() >= 8) {
+      result.quota = quotaAnswerAt(reply, 3);
+      result.quota.retry_after = result.retry_after;
+    }
     co_return result;
+  }
+
+  asio::awaitable<QuotaResult> checkQuota(const QuotaRequest& request) override {
+    auto commands = single(scriptCommand(
+        ScriptId::kQuota, 2,
+        {keys_.quota(request.key, "req"), keys_.quota(request.key, "tok"),
+         std::to_string(request.rpm), std::to_string(request.tpm),
+         std::to_string(std::max<int64_t>(0, request.tokens))}));
+    commands[0].on_late_reply = &undoLateQuota;
+    auto connection = connection_;
+    auto replies = co_await connection->call(std::move(commands));
+    QuotaResult result;  // degraded
+    if (!replies || !(*replies)[0].isArray() || (*replies)[0].elements.size() < 6) {
+      co_return result;
+    }
+    const RedisValue& reply = (*replies)[0];
+    result.degraded = false;
+    result.answer.verdict = reply.integerAt(0) == 1   ? QuotaVerdict::kRequestLimit
+                            : reply.integerAt(0) == 2 ? QuotaVerdict::kTokenLimit
+                                                      : QuotaVerdict::kAdmitted;
+    result.answer.remaining_requests = reply.integerAt(1, -1);
+    result.answer.remaining_tokens = reply.integerAt(2, -1);
+    result.answer.retry_after = reply.integerAt(3) * 1000;
+    result.answer.reset_requests = reply.integerAt(4) * 1000;
+    result.answer.reset_tokens = reply.integerAt(5) * 1000;
+    co_return result;
+  }
+
+  void settleQuota(std::string_view key, int64_t tpm, int64_t delta_tokens) override {
+    if (tpm <= 0 || delta_tokens == 0) return;
+    connection_->send(scriptCommand(
+        ScriptId::kQuotaSettle, 1,
+        {keys_.quota(key, "tok"), std::to_string(tpm), std::to_string(delta_tokens)}));
   }
 
   void release(std::string_view model, std::string_view replica) override {

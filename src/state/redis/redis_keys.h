@@ -32,6 +32,13 @@ class RedisKeys {
   // Coordination keys, each tagged with its own name.
   std::string lease(std::string_view name) const { return taggedKey("lease", name); }
   std::string marks(std::string_view set) const { return taggedKey("marks", set); }
+  // An API key's budgets ("req", "tok"), tagged by the key's name: "sy:{q:NAME}:req".
+  std::string quota(std::string_view key, std::string_view bucket) const {
+    std::string out;
+    out.reserve(prefix_.size() + key.size() + bucket.size() + 7);
+    out.append(prefix_).append(":{q:").append(key).append("}:").append(bucket);
+    return out;
+  }
   std::string job(std::string_view job_id) const {
     std::string key;
     key.reserve(prefix_.size() + job_id.size() + 7);

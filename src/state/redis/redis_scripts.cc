@@ -20,7 +20,48 @@ namespace {
   "end\n"                                                                 \
   "live[gw] = true\n"
 
-constexpr std::string_view kAdmitSource = SY_NOW_AND_LIVE("KEYS[2]") R"lua(
+// A key's per-minute budgets (auth/quota_bucket.h in microseconds): a bucket's key holds the
+// time at which it is full again. sy_quota checks both budgets and returns the values to write
+// (nil when refused): the caller writes them only if every other check passes too.
+#define SY_QUOTA_FUNCTIONS                                                               \
+  "local function sy_remaining(now_us, tat, unit, limit)\n"                              \
+  "  local room = now_us + 60000000 - tat\n"                                             \
+  "  if room <= 0 then return 0 end\n"                                                   \
+  "  return math.min(limit, math.floor(room / unit))\n"                                  \
+  "end\n"                                                                                \
+  "local function sy_bucket(key, limit, cost, now_us)\n"                                 \
+  "  if limit <= 0 then return true, nil, -1, 0, 0 end\n"                                \
+  "  local unit = 60000000 / limit\n"                                                    \
+  "  local cost_us = math.min(60000000, cost * unit)\n"                                  \
+  "  local start = math.max(tonumber(redis.call('GET', key) or '0'), now_us)\n"          \
+  "  local after = start + cost_us\n"                                                    \
+  "  if after - now_us > 60000000 then\n"                                                \
+  "    return false, nil, sy_remaining(now_us, start, unit, limit),\n"                   \
+  "           after - now_us - 60000000, start - now_us\n"                               \
+  "  end\n"                                                                              \
+  "  return true, after, sy_remaining(now_us, after, unit, limit), 0, after - now_us\n"   \
+  "end\n"                                                                                \
+  "local function sy_quota(req_key, tok_key, rpm, tpm, tokens, now_us)\n"                \
+  "  local rok, rtat, rrem, rretry, rreset = sy_bucket(req_key, rpm, 1, now_us)\n"       \
+  "  if not rok then\n"                                                                  \
+  "    local _, _, trem, _, treset = sy_bucket(tok_key, tpm, 0, now_us)\n"               \
+  "    return {1, rrem, trem, rretry, rreset, treset}\n"                                 \
+  "  end\n"                                                                              \
+  "  local tok, ttat, trem, tretry, treset = sy_bucket(tok_key, tpm, tokens, now_us)\n"  \
+  "  if not tok then\n"                                                                  \
+  "    local _, _, rrem0, _, rreset0 = sy_bucket(req_key, rpm, 0, now_us)\n"             \
+  "    return {2, rrem0, trem, tretry, rreset0, treset}\n"                               \
+  "  end\n"                                                                              \
+  "  return {0, rrem, trem, 0, rreset, treset}, rtat, ttat\n"                            \
+  "end\n"                                                                                \
+  "local function sy_commit(key, tat, now_us)\n"                                         \
+  "  if tat then\n"                                                                      \
+  "    redis.call('SET', key, string.format('%.0f', tat), 'PX',\n"                       \
+  "               math.floor((tat - now_us) / 1000) + 1000)\n"                           \
+  "  end\n"                                                                              \
+  "end\n"
+
+constexpr std::string_view kAdmitSource = SY_NOW_AND_LIVE("KEYS[2]") SY_QUOTA_FUNCTIONS R"lua(
 local limit = tonumber(ARGV[2])
 local interval = tonumber(ARGV[3])
 local tolerance = tonumber(ARGV[4])
@@ -37,6 +78,16 @@ if interval > 0 then
   new_tat = start + interval
 end
 if limit > 0 and sum >= limit then return {1, sum, 0} end
+local quota, req_tat, tok_tat = nil, nil, nil
+if #KEYS >= 7 then
+  quota, req_tat, tok_tat = sy_quota(KEYS[6], KEYS[7], tonumber(ARGV[8]), tonumber(ARGV[9]),
+                                     tonumber(ARGV[10]), now_us)
+  if quota[1] ~= 0 then
+    return {3, sum, quota[4], quota[1], quota[2], quota[3], quota[5], quota[6]}
+  end
+  sy_commit(KEYS[6], req_tat, now_us)
+  sy_commit(KEYS[7], tok_tat, now_us)
+end
 local ttl = tonumber(ARGV[5])
 if ttl > 0 then
   -- Admitting makes this gateway live at once, so the others count its requests from the first
@@ -53,7 +104,36 @@ if new_tat then
 end
 redis.call('HINCRBY', KEYS[3], gw, 1)
 redis.call('ZADD', KEYS[5], redis.call('INCR', KEYS[4]), ARGV[7])
+if quota then return {0, sum + 1, 0, 0, quota[2], quota[3], quota[5], quota[6]} end
 return {0, sum + 1, 0}
+)lua";
+
+constexpr std::string_view kQuotaSource = SY_QUOTA_FUNCTIONS R"lua(
+local t = redis.call('TIME')
+local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local quota, req_tat, tok_tat = sy_quota(KEYS[1], KEYS[2], tonumber(ARGV[1]),
+                                         tonumber(ARGV[2]), tonumber(ARGV[3]), now_us)
+if quota[1] == 0 then
+  sy_commit(KEYS[1], req_tat, now_us)
+  sy_commit(KEYS[2], tok_tat, now_us)
+end
+return quota
+)lua";
+
+constexpr std::string_view kQuotaSettleSource = R"lua(
+local limit = tonumber(ARGV[1])
+if limit <= 0 then return 0 end
+local t = redis.call('TIME')
+local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local move = tonumber(ARGV[2]) * 60000000 / limit
+move = math.max(-3600000000, math.min(3600000000, move))
+local tat = tonumber(redis.call('GET', KEYS[1]) or '0') + move
+if tat <= now_us then
+  redis.call('DEL', KEYS[1])
+  return 0
+end
+redis.call('SET', KEYS[1], string.format('%.0f', tat), 'PX', math.floor((tat - now_us) / 1000) + 1000)
+return 1
 )lua";
 
 constexpr std::string_view kReleaseSource = R"lua(
@@ -257,6 +337,7 @@ return out
 )lua";
 
 #undef SY_NOW_AND_LIVE
+#undef SY_QUOTA_FUNCTIONS
 
 std::string joined(std::initializer_list<std::string_view> parts) {
   std::string text;
@@ -277,6 +358,8 @@ std::string_view scriptSource(ScriptId script) {
     }
     case ScriptId::kPinSession: return kPinSessionSource;
     case ScriptId::kRecordJob: return kRecordJobSource;
+    case ScriptId::kQuota: return kQuotaSource;
+    case ScriptId::kQuotaSettle: return kQuotaSettleSource;
     case ScriptId::kExchangeSignals: return kExchangeSignalsSource;
     case ScriptId::kMarkChanged: return kMarkChangedSource;
     case ScriptId::kReadChanges: {
