@@ -124,6 +124,40 @@ TEST_F(EndpointsTest, RerankAndScoreAreRoutedByModel) {
   expectError(get("/v1/rerank"), 405);
 }
 
+// Load-balance's capacity for tokenless work counts the documents a rerank scores, not the
+// requests: 16 documents a request are learned at about 16 ÷ latency, far above 1 ÷ latency.
+TEST_F(EndpointsTest, RerankCapacityIsLearnedPerDocument) {
+  std::string documents = "[";
+  for (int i = 0; i < 16; ++i) documents += std::string(i ? "," : "") + "\"document text\"";
+  documents += "]";
+  const std::string body =
+      R"({"model":"llama2-7b","query":"which one","documents":)" + documents + "}";
+  const std::string replica = "127.0.0.1:" + std::to_string(a100_->port());
+  Headers pinned = kJson;
+  pinned.emplace_back("x-switchyard-gpu", "A100");  // one replica, so its latency is known
+  double latency_total = 0;
+  int requests = 0;
+  double decode = 0;
+  const bool learned = waitUntil(
+      [&] {
+        const auto t0 = std::chrono::steady_clock::now();
+        const HttpResult r = post("/v1/rerank", body, pinned);
+        latency_total += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+                             .count();
+        ++requests;
+        EXPECT_EQ(r.status, 200) << r.body;
+        const std::string capacity = fleetField(gateway_->port(1), replica, "capacity");
+        if (capacity.find("\"unit\":\"requests/s\"") == std::string::npos) return false;
+        simdjson::dom::parser p;
+        return p.parse(capacity)["decode"].get_double().get(decode) == simdjson::SUCCESS &&
+               decode > 0;
+      },
+      20s);
+  ASSERT_TRUE(learned) << fleetField(gateway_->port(1), replica, "capacity");
+  const double per_request = requests / latency_total;  // 1 ÷ mean client-side latency
+  EXPECT_GT(decode, 8 * per_request) << "decode " << decode << " vs " << per_request;
+}
+
 TEST_F(EndpointsTest, ImagesGenerations) {
   const HttpResult r = post(
       "/v1/images/generations",
