@@ -30,6 +30,14 @@ constexpr bool takesMultipart(ApiEndpoint e) {
   return e == ApiEndpoint::kAudioTranscriptions || e == ApiEndpoint::kAudioTranslations;
 }
 
+// Whether admission and key budgets plan output tokens for the request (max_tokens, else the
+// model's learned output length). Rerank, score, images and audio generate no tokens the usage
+// reports, so they plan none; embeddings keep the rule they had.
+constexpr bool plansOutputTokens(ApiEndpoint e) {
+  return e != ApiEndpoint::kRerank && e != ApiEndpoint::kScore &&
+         e != ApiEndpoint::kImagesGenerations && !takesMultipart(e);
+}
+
 // Bytes of uploaded audio that make one unit of audio work (see workUnits).
 inline constexpr uint64_t kAudioBytesPerUnit = 1024;
 

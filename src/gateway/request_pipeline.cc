@@ -174,7 +174,8 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn, Request& req, 
   // max_tokens is the output length admission plans with: a request that stops early finishes
   // sooner than planned, so deadline refusals err on the cautious side.
   plan.output_estimate =
-      info.max_tokens > 0
+      !api::plansOutputTokens(endpoint) ? 0.0
+      : info.max_tokens > 0
           ? static_cast<double>(info.max_tokens)
           : model->runtime->output_lengths.estimate(static_cast<double>(plan.prompt_estimate),
                                                     kDefaultOutputTokens);
