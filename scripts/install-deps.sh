@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages Switchyard needs to build, test, benchmark and demo,
-# skipping those already present. Everything comes from Debian's archive; nothing else is fetched.
+# skipping those already present. Everything comes from Debian's archive, except the openai npm
+# client for tests/npm, from the npm registry.
 set -euo pipefail
 
 packages=(
@@ -26,13 +27,25 @@ for p in "${packages[@]}"; do
   fi
 done
 
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+# Node.js for the openai npm client tests: Debian's, unless a node is already installed.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  command -v node >/dev/null || missing+=(nodejs)
+  command -v npm >/dev/null || missing+=(npm)
 fi
 
-echo "installing: ${missing[*]}"
-sudo_cmd=()
-if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
-export DEBIAN_FRONTEND=noninteractive
-"${sudo_cmd[@]}" apt-get update -qq
-"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  sudo_cmd=()
+  if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get update -qq
+  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# The official openai npm client (tests/npm/package.json), from the npm registry.
+root="$(cd "$(dirname "$0")/.." && pwd)"
+# Without it those tests skip themselves, so a registry that cannot be reached is not fatal.
+if [ ! -d "$root/tests/npm/node_modules/openai" ] && command -v npm >/dev/null; then
+  npm install --prefix "$root/tests/npm" --no-audit --no-fund --silent ||
+    echo "npm install failed: the openai npm client tests will be skipped" >&2
+fi

@@ -59,6 +59,8 @@ struct RequestInspector::Impl {
   error_code readPrompt(od::value v, std::string_view field, int depth, size_t& bytes);
   error_code readMessages(od::value v, int depth, size_t& bytes);
   error_code readContent(od::value v, int depth, size_t& bytes);
+  error_code readItems(od::value v, int64_t& count, size_t& bytes);
+  error_code readLenientCount(od::value v, int64_t& out);
   error_code readTopLevel(std::string_view key, od::value v, InspectedRequest& out);
 };
 
@@ -320,6 +322,53 @@ error_code RequestInspector::Impl::readMessages(od::value v, int depth, size_t& 
   return SUCCESS;
 }
 
+// `documents`, `text_1`, `text_2`: a string (one item) or an array of items (strings, or objects
+// such as {"text": …} whose text is not counted). Anything else is skipped, not refused.
+error_code RequestInspector::Impl::readItems(od::value v, int64_t& count, size_t& bytes) {
+  od::json_type type;
+  if (auto e = v.type().get(type)) return e;
+  if (type == od::json_type::string) {
+    std::string_view s;
+    if (auto e = v.get_string().get(s)) return e;
+    bytes += s.size();
+    count = 1;
+    return SUCCESS;
+  }
+  if (type != od::json_type::array) return skipValue(v, 1);
+  od::array array;
+  if (auto e = v.get_array().get(array)) return e;
+  count = 0;
+  for (auto element_result : array) {
+    od::value element;
+    if (auto e = element_result.get(element)) return e;
+    ++count;
+    od::json_type element_type;
+    if (auto e = element.type().get(element_type)) return e;
+    if (element_type == od::json_type::string) {
+      std::string_view s;
+      if (auto e = element.get_string().get(s)) return e;
+      bytes += s.size();
+      continue;
+    }
+    if (auto e = skipValue(element, 2)) return e;
+  }
+  return SUCCESS;
+}
+
+// A positive integer, else left as it is (the engine judges the field).
+error_code RequestInspector::Impl::readLenientCount(od::value v, int64_t& out) {
+  od::json_type type;
+  if (auto e = v.type().get(type)) return e;
+  if (type != od::json_type::number) return skipValue(v, 1);
+  const std::string_view raw = trimTrailingJsonSpace(v.raw_json_token());
+  double as_double;
+  if (auto e = v.get_double().get(as_double)) return e;  // validates the number
+  int64_t value = 0;
+  auto [ptr, ec] = std::from_chars(raw.data(), raw.data() + raw.size(), value);
+  if (ec == std::errc() && ptr == raw.data() + raw.size() && value > 0) out = value;
+  return SUCCESS;
+}
+
 error_code RequestInspector::Impl::readTopLevel(std::string_view key, od::value v,
                                                 InspectedRequest& out) {
   // Top-level values sit at depth 1. Duplicate keys: the last occurrence wins.
@@ -345,6 +394,14 @@ error_code RequestInspector::Impl::readTopLevel(std::string_view key, od::value 
   if (key == "messages") return readMessages(v, 1, out.prompt_bytes);
   if (key == "prompt") return readPrompt(v, "prompt", 1, out.prompt_bytes);
   if (key == "input") return readPrompt(v, "input", 1, out.prompt_bytes);
+  if (key == "documents") return readItems(v, out.documents, out.prompt_bytes);
+  if (key == "text_1") return readItems(v, out.text_1, out.prompt_bytes);
+  if (key == "text_2") return readItems(v, out.text_2, out.prompt_bytes);
+  if (key == "query") {
+    int64_t ignored = -1;
+    return readItems(v, ignored, out.prompt_bytes);
+  }
+  if (key == "n") return readLenientCount(v, out.n);
   return skipValue(v, 1);
 }
 

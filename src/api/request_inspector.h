@@ -30,6 +30,14 @@ struct InspectedRequest {
   // messages[].content (text parts of content arrays included), or `input` for embeddings.
   // Token-id prompts count kBytesPerPromptToken per id. An estimate for cost prediction.
   size_t prompt_bytes = 0;
+  // Work items the body names, for endpoints whose cost grows with them; -1 when absent.
+  // `documents` (rerank): array length (1 for a string); `text_1`/`text_2` (score) likewise; `n`
+  // (images, choices). Read leniently: a value of another type is left to the engine to refuse.
+  // Their string text (and `query`'s) counts in prompt_bytes.
+  int64_t documents = -1;
+  int64_t text_1 = -1;
+  int64_t text_2 = -1;
+  int64_t n = -1;
 };
 
 enum class InspectError {

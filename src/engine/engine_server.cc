@@ -1,6 +1,8 @@
 #include "engine/engine_server.h"
 
 #include "engine/async_jobs.h"
+#include "engine/surface_endpoints.h"
+#include "engine/video_jobs.h"
 #include "http/peer_watch.h"
 
 #include <fmt/format.h>
@@ -108,6 +110,7 @@ class Replica {
     jobs_.emplace(AsyncJobOptions{.model = options_.model,
                                   .replica_identity = address,
                                   .seed = options_.seed});
+    videos_.emplace(VideoJobOptions{.model = options_.model, .replica_identity = address});
     return address;
   }
 
@@ -361,6 +364,10 @@ class Replica {
       if (!expect(http::verb::post)) co_return co_await methodNotAllowed(stream, request);
       co_return co_await serveEmbeddings(stream, request);
     }
+    if (const std::optional<SurfaceKind> surface = surfaceKind(path)) {
+      if (!expect(http::verb::post)) co_return co_await methodNotAllowed(stream, request);
+      co_return co_await serveSurface(stream, request, *surface);
+    }
     if (path == "/health") {
       if (!expect(http::verb::get)) co_return co_await methodNotAllowed(stream, request);
       co_return co_await write(stream, http::status::ok, version, keep_alive, "", "");
@@ -383,6 +390,13 @@ class Replica {
                                "text/plain; version=0.0.4; charset=utf-8", std::move(body));
     }
     if (path == "/admin/faults") co_return co_await serveFaults(stream, request);
+    if (videos_ && VideoJobs::handles(path)) {
+      JobReply reply = videos_->handle(request.method_string(), path,
+                                       request[http::field::content_type], request.body(),
+                                       nowNs(), unixSeconds());
+      co_return co_await write(stream, static_cast<http::status>(reply.status), version,
+                               keep_alive, reply.content_type, std::move(reply.body));
+    }
     if (jobs_ && AsyncJobs::handles(path)) {
       JobReply reply = jobs_->handle(request.method_string(), path, request.body(), nowNs(),
                                      unixSeconds());
@@ -548,6 +562,33 @@ class Replica {
                              renderEmbeddings(options_.model, options_.seed, parsed.value->inputs));
   }
 
+  // Rerank, score, images and audio (surface_endpoints.h): parse, wait the modelled cost, answer.
+  asio::awaitable<bool> serveSurface(beast::tcp_stream& stream, Request& request,
+                                     SurfaceKind kind) {
+    const SurfaceContext context{options_.model, options_.seed, unixSeconds(), model_.get()};
+    SurfaceAnswer answer =
+        surface_.serve(kind, request[http::field::content_type], request.body(), context);
+    if (answer.status != 200) {
+      co_return co_await write(stream, static_cast<http::status>(answer.status),
+                               request.version(), request.keep_alive(), "application/json",
+                               std::move(answer.body));
+    }
+    if (!answer.model.empty() && answer.model != options_.model) {
+      co_return co_await modelNotFound(stream, request, answer.model);
+    }
+    if (std::optional<bool> faulted = co_await injectRequestFaults(stream, request)) {
+      co_return *faulted;
+    }
+    counters_.prompt_tokens_total += answer.prompt_tokens;
+    asio::steady_timer delay(ioc_, std::chrono::nanoseconds(answer.cost));
+    timers_.insert(&delay);
+    auto [ec] = co_await delay.async_wait(kAwait);
+    timers_.erase(&delay);
+    if (ec || stopping_) co_return false;
+    co_return co_await write(stream, http::status::ok, request.version(), request.keep_alive(),
+                             answer.content_type, std::move(answer.body));
+  }
+
   // --- writing ---
 
   asio::awaitable<bool> write(beast::tcp_stream& stream, http::status status, unsigned version,
@@ -594,8 +635,10 @@ class Replica {
   std::string stale_metrics_;  // /metrics as it was when metrics_stale was set
   int64_t started_at_;
   RequestParser parser_;
+  SurfaceParser surface_;
   EngineCounters counters_;
   std::optional<AsyncJobs> jobs_;  // /v1/responses, /v1/batches, /v1/files; set by listen()
+  std::optional<VideoJobs> videos_;  // /v1/videos; set by listen()
   RequestId next_request_id_ = 1;
   bool stopping_ = false;
   std::vector<TokenEvent> events_;

@@ -20,9 +20,10 @@ void accountCompletion(ReplicaCounters& counters, const CompletedResponse& r) {
       counters.token_concurrency_total.fetch_add(timed * (r.streams_at_start + r.streams_at_end),
                                                  std::memory_order_relaxed);
     }
-  } else {
-    // Embeddings and other tokenless work: capacity is learned as inverse latency.
-    counters.tokenless_requests_total.fetch_add(1, std::memory_order_relaxed);
+  } else if (r.work_units > 0) {
+    // Embeddings and other tokenless work: capacity is learned as inverse latency, in units of
+    // work (a rerank of ten documents counts ten) per second of request latency.
+    counters.tokenless_requests_total.fetch_add(r.work_units, std::memory_order_relaxed);
     counters.tokenless_latency_ns_total.fetch_add(r.finished - r.started,
                                                   std::memory_order_relaxed);
   }

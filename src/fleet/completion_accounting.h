@@ -25,6 +25,9 @@ struct CompletedResponse {
   // Requests in flight on the replica across gateways when the response started and ended.
   int64_t streams_at_start = 0;
   int64_t streams_at_end = 0;
+  // Tokenless work only: the units it asked for (1 per request for embeddings, per document for
+  // rerank, per image, per KiB of audio: api::workUnits); 0 teaches nothing about speed.
+  int64_t work_units = 1;
 };
 
 // Adds a successful (200) response to the counters; anything else says nothing about speed.

@@ -28,7 +28,7 @@ struct alignas(64) ReplicaCounters {
   // Inputs to capacity learning, added when a request completes.
   std::atomic<int64_t> prefill_tokens_total{0};  // prompt tokens of streamed requests...
   std::atomic<int64_t> prefill_ns_total{0};      // ...and their time to first byte
-  std::atomic<int64_t> tokenless_requests_total{0};  // completed with no output tokens
+  std::atomic<int64_t> tokenless_requests_total{0};  // work units completed with no output tokens
   std::atomic<int64_t> tokenless_latency_ns_total{0};  // (embeddings): their latency
   // Request outcomes for health: failures the replica is responsible for (connect errors, resets,
   // 5xx, timeouts, truncated streams); client errors (4xx) are successes here.

@@ -5,7 +5,8 @@
 namespace switchyard::gateway {
 namespace {
 
-constexpr std::array<std::string_view, 3> kCollections = {"responses", "batches", "files"};
+constexpr std::array<std::string_view, 4> kCollections = {"responses", "batches", "files",
+                                                          "videos"};
 constexpr size_t kMaxIdBytes = 200;
 
 bool idChar(char c) {

@@ -1,5 +1,5 @@
-// Async job routing: resources that live on one replica (background responses, batches, files)
-// are created through any gateway and must be followed up on the replica that owns them.
+// Async job routing: resources that live on one replica (background responses, batches, files,
+// videos) are created through any gateway and must be followed up on the replica that owns them.
 // Pure helpers used by the worker: which requests create or name such a resource, and the id a
 // creation response carries.
 #pragma once
@@ -10,14 +10,14 @@ namespace switchyard::gateway {
 
 enum class JobRequest : unsigned char {
   kNone,      // not an async-job endpoint
-  kCreate,    // POST /v1/responses, /v1/batches, /v1/files: the response names a new resource
-  kFollowUp,  // /v1/responses/{id}…, /v1/batches/{id}…, /v1/files/{id}…: goes to the owner
-  kList,      // GET /v1/batches, /v1/files: listing (served by one replica; not followed)
+  kCreate,    // POST /v1/responses, /v1/batches, /v1/files, /v1/videos: names a new resource
+  kFollowUp,  // /v1/<collection>/{id}…: goes to the replica that owns it
+  kList,      // GET /v1/batches, /v1/files, /v1/videos: listing (one replica; not followed)
 };
 
 struct JobPath {
   JobRequest kind = JobRequest::kNone;
-  std::string_view collection;  // "responses", "batches" or "files"
+  std::string_view collection;  // "responses", "batches", "files" or "videos"
   std::string_view id;          // kFollowUp: the resource id from the path
 };
 

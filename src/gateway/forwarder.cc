@@ -303,7 +303,7 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
   fleet::accountCompletion(
       counters, {status, scanner.promptTokens() > 0 ? scanner.promptTokens() : prompt_estimate,
                  scanner.completionTokens(), event_stream, started, first_byte_at, finished,
-                 streams_at_start, replica->globalRunning()});
+                 streams_at_start, replica->globalRunning(), target.work_units});
   observer.onComplete(conn.observed, first_byte_at,
                       scanner.promptTokens() > 0 ? scanner.promptTokens() : prompt_estimate,
                       scanner.completionTokens(), finished);

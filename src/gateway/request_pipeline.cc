@@ -76,7 +76,7 @@ Refusal invalidStrategy(std::string_view text, std::string_view bad_part) {
 }  // namespace
 
 asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn, Request& req, bool keep_alive,
-                                          JobPath job) {
+                                          JobPath job, api::ApiEndpoint endpoint) {
   ProxyPlan plan;
   plan.arrived = now();
   plan.request_id = requestId(conn, req);
@@ -94,28 +94,29 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn, Request& req, 
   }
   const AuthSettlement settlement(auth, conn.auth, conn.observed);
 
-  // Inspect the body once. simdjson reads up to SIMDJSON_PADDING bytes past the end: reserve
-  // them instead of copying.
-  std::string& body = req.body();
-  body.reserve(body.size() + simdjson::SIMDJSON_PADDING);
-  api::InspectedRequest info;
-  const api::InspectError inspect_error =
-      inspector.inspect(body.data(), body.size(), body.capacity(), info);
+  // Read the body once: JSON through the inspector, forms through the multipart reader.
+  const api::BodyReading reading =
+      api::readRequestBody(endpoint, job.kind == JobRequest::kCreate,
+                           req[http::field::content_type], req.body(), inspector, multipart);
+  const api::InspectedRequest& info = reading.info;
+  const api::InspectError inspect_error = reading.error;
   const std::shared_ptr<const fleet::FleetSnapshot> snapshot = snapshots.get();
+  // A video's generation happens after its creation answers: no latency here measures speed.
+  plan.work_units = job.collection == "videos" ? 0 : reading.work_units;
 
   // The model.
   const fleet::ModelEntry* model = nullptr;
   if (inspect_error != api::InspectError::kNone) {
     // Async-job endpoints need not carry a JSON body naming a model (file uploads are
-    // multipart, listings have no body): they go to the default job model.
+    // multipart, listings have no body): they go to the default job model. A form that cannot
+    // be read is refused all the same.
     const bool job_without_model =
-        job.kind != JobRequest::kNone && (inspect_error == api::InspectError::kMissingModel ||
-                                          inspect_error == api::InspectError::kMalformedJson);
+        job.kind != JobRequest::kNone &&
+        (inspect_error == api::InspectError::kMissingModel ||
+         (inspect_error == api::InspectError::kMalformedJson && !reading.multipart));
     if (!job_without_model) {
-      co_return co_await sendError(conn, 400, inspector.errorMessage(), "invalid_request_error",
-                                   "", inspect_error == api::InspectError::kMissingModel
-                                           ? "model"
-                                           : "",
+      co_return co_await sendError(conn, reading.status, reading.message,
+                                   "invalid_request_error", reading.code, reading.param,
                                    request_id, keep_alive);
     }
     model = snapshot ? defaultJobModel(*snapshot) : nullptr;
@@ -173,7 +174,8 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn, Request& req, 
   // max_tokens is the output length admission plans with: a request that stops early finishes
   // sooner than planned, so deadline refusals err on the cautious side.
   plan.output_estimate =
-      info.max_tokens > 0
+      !api::plansOutputTokens(endpoint) ? 0.0
+      : info.max_tokens > 0
           ? static_cast<double>(info.max_tokens)
           : model->runtime->output_lengths.estimate(static_cast<double>(plan.prompt_estimate),
                                                     kDefaultOutputTokens);
@@ -375,7 +377,7 @@ asio::awaitable<AttemptOutcome> Worker::Impl::attempt(ClientConnection& conn, Re
         co_await forward(conn, req, replica, model,
                          {plan.spec.text, plan.request_id, plan.generated_id,
                           plan.prompt_estimate, plan.keep_alive, may_retry,
-                          ForwardMode::kNormal});
+                          ForwardMode::kNormal, plan.work_units});
     queue.slotFreed(model);  // this request's slot (whatever the result) may serve a waiter
     if (!conn.job_id.empty()) {
       shared->recordJob(conn.job_id, model.name, replica->name(), config.async_jobs.ttl);
@@ -491,7 +493,8 @@ asio::awaitable<bool> Worker::Impl::proxyToOwner(ClientConnection& conn, Request
       const ForwardResult result = co_await forward(
           conn, req, replica, model,
           {"async-job", request_id, generated_id, 0, keep_alive, /*may_retry=*/false,
-           search ? ForwardMode::kFindOwner : ForwardMode::kNormal});
+           search ? ForwardMode::kFindOwner : ForwardMode::kNormal,
+           job.collection == "videos" ? 0 : 1});  // a video poll says nothing of speed
       if (result == ForwardResult::kDone) {
         if (search) shared->recordJob(job.id, model.name, replica->name(), config.async_jobs.ttl);
         co_return keep_alive;

@@ -235,13 +235,14 @@ asio::awaitable<bool> Worker::Impl::handle(ClientConnection& conn, Request& req)
   const bool keep_alive = req.keep_alive() && !stopping.load(std::memory_order_relaxed);
   std::string_view target = req.target();
   const std::string_view path = target.substr(0, target.find('?'));
-  if (path == "/v1/chat/completions" || path == "/v1/completions" || path == "/v1/embeddings") {
+  if (const api::ApiEndpoint endpoint = api::classifyEndpoint(path);
+      endpoint != api::ApiEndpoint::kNone) {
     if (req.method() != http::verb::post) {
       co_return co_await sendError(conn, 405, "use POST for this endpoint",
                                    "invalid_request_error", "method_not_allowed", "", "",
                                    keep_alive);
     }
-    co_return co_await proxy(conn, req, keep_alive, {});
+    co_return co_await proxy(conn, req, keep_alive, {}, endpoint);
   }
   if (const JobPath job = config.async_jobs.enabled
                               ? classifyJobPath(path, req.method() == http::verb::post)
@@ -250,7 +251,7 @@ asio::awaitable<bool> Worker::Impl::handle(ClientConnection& conn, Request& req)
     if (job.kind == JobRequest::kFollowUp) {
       co_return co_await proxyToOwner(conn, req, keep_alive, job);
     }
-    co_return co_await proxy(conn, req, keep_alive, job);
+    co_return co_await proxy(conn, req, keep_alive, job, api::ApiEndpoint::kNone);
   }
   if (path == "/v1/models") {
     if (req.method() != http::verb::get) {

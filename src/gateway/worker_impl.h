@@ -31,6 +31,7 @@
 
 #include "admission/client_limits.h"
 #include "admission/retry_budget.h"
+#include "api/request_body.h"
 #include "api/request_inspector.h"
 #include "auth/tls_context.h"
 #include "gateway/admission_stage.h"
@@ -120,6 +121,7 @@ struct ForwardTarget {
   bool keep_alive = false;
   bool may_retry = false;       // a failure before any byte reached the client fails over
   ForwardMode mode = ForwardMode::kNormal;
+  int64_t work_units = 1;       // tokenless work's capacity units (api::workUnits); 0 none
 };
 
 class QueueSeat;
@@ -135,6 +137,7 @@ struct ProxyPlan {
   std::string_view session;          // the session header's value ("" none)
   int64_t prompt_estimate = 0;       // prompt tokens estimated from the body
   double output_estimate = 0;        // max_tokens, else what the model's requests produce
+  int64_t work_units = 1;            // api::workUnits of the body; 0: not a speed signal
   TimeNs arrived = 0;
   TimeNs deadline_at = -1;           // absolute; -1: none
   TimeNs predicted = -1;             // the last attempt's predicted execution; -1 unknown
@@ -180,6 +183,7 @@ struct Worker::Impl {
   UpstreamPool pool;
   admission::RetryBudget retry_budget;
   api::RequestInspector inspector;
+  api::MultipartReader multipart;  // form bodies (audio uploads, job creations)
   routing::RoutingScratch scratch;
   Rng rng;
   asio::steady_timer sweep_timer;
@@ -207,7 +211,8 @@ struct Worker::Impl {
   asio::awaitable<bool> handle(ClientConnection& conn, Request& req);
 
   // request_pipeline.cc: one proxied request, from identification to the last attempt.
-  asio::awaitable<bool> proxy(ClientConnection& conn, Request& req, bool keep_alive, JobPath job);
+  asio::awaitable<bool> proxy(ClientConnection& conn, Request& req, bool keep_alive, JobPath job,
+                              api::ApiEndpoint endpoint);
   asio::awaitable<bool> proxyToOwner(ClientConnection& conn, Request& req, bool keep_alive,
                                      JobPath job);
   // One round of route -> admit -> forward, failing over while nothing reached the client.
