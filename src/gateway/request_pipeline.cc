@@ -100,6 +100,9 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn, Request& req, 
                            req[http::field::content_type], req.body(), inspector, multipart);
   const api::InspectedRequest& info = reading.info;
   const api::InspectError inspect_error = reading.error;
+  // The inspector's views last until the worker's next inspect(): the queue keeps the client's
+  // name across waits, so it is owned here (no allocation for a name of 15 bytes or fewer).
+  const std::string client_user(info.user);
   const std::shared_ptr<const fleet::FleetSnapshot> snapshot = snapshots.get();
   // A video's generation happens after its creation answers: no latency here measures speed.
   plan.work_units = job.collection == "videos" ? 0 : reading.work_units;
@@ -267,7 +270,7 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn, Request& req, 
       co_return co_await sendRefusal(conn, admission.saturated(), request_id, keep_alive);
     }
     if (waiter.queue == nullptr) {
-      waiter.client = info.user.empty() ? clientAddress(conn) : info.user;
+      waiter.client = client_user.empty() ? clientAddress(conn) : std::string_view(client_user);
       const RequestQueue::Entry entry = queue.enter(*model, waiter, now());
       if (entry != RequestQueue::Entry::kQueued) {
         refusal = admission.queueFull(entry == RequestQueue::Entry::kClientFull);
