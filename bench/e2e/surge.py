@@ -50,6 +50,25 @@ def start(args):
     return bench_procs.start(BIN, args)
 
 
+async def http(port, method, path, body=None, headers=None, timeout=5.0):
+    """One HTTP/1.1 exchange on a fresh connection: (status, body). Raises on timeout."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        data = body.encode() if body else b""
+        head = "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" % (method, path)
+        for k, v in (headers or {}).items():
+            head += "%s: %s\r\n" % (k, v)
+        if data:
+            head += "Content-Type: application/json\r\nContent-Length: %d\r\n" % len(data)
+        writer.write(head.encode() + b"\r\n" + data)
+        await writer.drain()
+        raw = await asyncio.wait_for(reader.read(), timeout)
+    finally:
+        writer.close()
+    status = int(raw.split(b" ", 2)[1]) if raw.startswith(b"HTTP/") else 0
+    return status, raw.split(b"\r\n\r\n", 1)[-1].decode(errors="replace")
+
+
 def body(rng):
     words = rng.randint(*PROMPT_WORDS)
     return json.dumps({"model": MODEL, "max_tokens": rng.randint(*MAX_TOKENS),
