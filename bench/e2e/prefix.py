@@ -2,8 +2,8 @@
 """Prefix-cache routing against load-only strategies (make bench-prefix).
 
 Eight emulated replicas of llama2-7b (PREFIX_GPUS, two GPU types) with prefix caching on, in one
-engine process, behind one gateway (one worker). Three workloads, each run once per strategy
-on a fresh engine and gateway with the same seeded users:
+engine process, behind one gateway (PREFIX_WORKERS workers, default 1). Three workloads, each run
+once per strategy on a fresh engine and gateway with the same seeded users:
 
   chat    multi-turn chats with a growing history: PREFIX_CHAT_USERS users, each in a
           conversation of 4-10 turns (a short system prompt, then every turn sends the whole
@@ -49,6 +49,8 @@ RAG_USERS = int(os.environ.get("PREFIX_RAG_USERS", "40"))
 WORKLOADS = os.environ.get("PREFIX_WORKLOADS", "chat,system,rag").split(",")
 STRATEGIES = os.environ.get("PREFIX_STRATEGIES",
                             "least-request,load-balance,session,prefix-cache").split(",")
+# Gateway workers: each learns its own index (docs/routing.md), so more workers see less.
+WORKERS = int(os.environ.get("PREFIX_WORKERS", "1"))
 MODEL = "llama2-7b"
 
 
@@ -194,9 +196,9 @@ def start_fleet(strategy):
     lines = "".join("      - address: 127.0.0.1:%d\n        labels: { gpu: %s }\n" % (p, g)
                     for p, g in zip(ports, GPUS))
     name = "load-balance" if strategy == "session" else strategy
-    config = ("listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nworkers: 1\n"
+    config = ("listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nworkers: %d\n"
               "models:\n  - name: %s\n    routing_strategy: %s\n    replicas:\n%s"
-              % (MODEL, name, lines))
+              % (WORKERS, MODEL, name, lines))
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
         f.write(config)
         config_file = f.name
@@ -278,8 +280,8 @@ def main():
         log.flush()
 
     say("command: make bench-prefix (PREFIX_GPUS=%s PREFIX_SECONDS=%g PREFIX_SEED=%d users "
-        "chat/system/rag=%d/%d/%d)" % (",".join(GPUS), SECONDS, SEED, CHAT_USERS, SYSTEM_USERS,
-                                       RAG_USERS))
+        "chat/system/rag=%d/%d/%d, PREFIX_WORKERS=%d)" % (
+            ",".join(GPUS), SECONDS, SEED, CHAT_USERS, SYSTEM_USERS, RAG_USERS, WORKERS))
     say("machine: nproc=%d, load average %s at start, %s" % (
         os.cpu_count(), " ".join(open("/proc/loadavg").read().split()[:3]),
         time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime())))

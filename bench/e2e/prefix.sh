@@ -11,6 +11,7 @@
 #   PREFIX_SECONDS=40 PREFIX_WARMUP=5 PREFIX_SEED=7 PREFIX_CHAT_USERS=40 PREFIX_SYSTEM_USERS=40
 #   PREFIX_RAG_USERS=40 PREFIX_WORKLOADS=chat,system,rag
 #   PREFIX_STRATEGIES=least-request,load-balance,session,prefix-cache
+#   PREFIX_WORKERS=1 (gateway workers: each learns its own index)
 #   PREFIX_OUT=build/bench-prefix SWITCHYARD=build/release/switchyard
 set -euo pipefail
 
