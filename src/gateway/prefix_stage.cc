@@ -7,8 +7,7 @@ namespace switchyard::gateway {
 PrefixStage::PrefixStage(const fleet::kv_index::PrefixCacheParams& params)
     : params_(params), hasher_(params.block_tokens, params.hash_seed) {}
 
-bool PrefixStage::capture(const routing::StrategySpec& spec,
-                          std::vector<uint64_t>& blocks) const {
+bool PrefixStage::capture(const routing::StrategySpec& spec, std::vector<uint64_t>& blocks) const {
   blocks.clear();
   const bool uses = std::any_of(spec.parts().begin(), spec.parts().end(),
                                 [](const routing::StrategyComponent& part) {

@@ -21,14 +21,15 @@ class PrefixCacheGatewayTest : public ::testing::Test {
   void SetUp() override {
     for (int i = 0; i < 3; ++i) engines_.push_back(startEngine(i == 0 ? "L20" : "A10"));
     std::string replicas;
-    for (int i = 0; i < 3; ++i) replicas += replicaLine(engines_[i]->port(), i == 0 ? "L20" : "A10");
+    for (int i = 0; i < 3; ++i)
+      replicas += replicaLine(engines_[i]->port(), i == 0 ? "L20" : "A10");
     config_ = std::make_unique<TempFile>(
         "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nworkers: 1\n"
         "models:\n  - name: llama2-7b\n    routing_strategy: prefix-cache\n    replicas:\n" +
             replicas,
         ".yaml");
-    gateway_ = std::make_unique<Process>(
-        std::vector<std::string>{"gateway", "--config", config_->path()});
+    gateway_ =
+        std::make_unique<Process>(std::vector<std::string>{"gateway", "--config", config_->path()});
     ASSERT_NE(gateway_->port(1), 0);
   }
   HttpResult chat(const std::string& messages) {
@@ -71,8 +72,8 @@ TEST_F(PrefixCacheGatewayTest, AConversationStaysWhereItsHistoryIsCached) {
         EXPECT_NE(decision.find(pod + ":"), std::string::npos) << decision;
         EXPECT_EQ(decision.find(pod + ":0"), std::string::npos) << decision;  // matched there
       }
-      history += ",{\"role\":\"assistant\",\"content\":\"" + text(20, conversation * 10 + turn + 5) +
-                 "\"}";
+      history += ",{\"role\":\"assistant\",\"content\":\"" +
+                 text(20, conversation * 10 + turn + 5) + "\"}";
     }
     EXPECT_GT(hits(pod), 0) << pod;
   }

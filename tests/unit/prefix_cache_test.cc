@@ -137,7 +137,8 @@ TEST(PrefixIndexTest, BoundedByTheKvCacheAndLeastRecentlyUsedGoFirst) {
   EXPECT_EQ(set.matchPrefix(hot), 8u);
   const auto cold = hashPromptBlocks(text(64 * 8, 2), 16);
   set.insert(cold);
-  for (int i = 0; i < 40; ++i) set.insert(hashPromptBlocks(text(64 * 4, static_cast<char>(60 + i)), 16));
+  for (int i = 0; i < 40; ++i)
+    set.insert(hashPromptBlocks(text(64 * 4, static_cast<char>(60 + i)), 16));
   EXPECT_EQ(set.matchPrefix(cold), 0u);  // not used since: evicted
 }
 
@@ -238,7 +239,7 @@ TEST_F(PrefixRoutingTest, TheHotSpotGuardSendsAPopularPrefixElsewhere) {
   const routing::Decision guarded = decide("prefix-cache", &probe);
   EXPECT_NE(guarded.chosen, 0);
   EXPECT_EQ(guarded.rows[0].prefix_blocks, 10);  // the match is still shown
-  probe.hot_spot_factor = 0;                      // no guard: the match wins, with 5 : 4
+  probe.hot_spot_factor = 0;                     // no guard: the match wins, with 5 : 4
   EXPECT_EQ(decide("prefix-cache:5,load-balance:4", &probe).chosen, 0);
   // Within the guard's bound the match wins.
   running(0, 1);

@@ -24,15 +24,14 @@ int64_t labelNumber(const std::map<std::string, std::string>& labels, const std:
 
 }  // namespace
 
-void parsePrefixCache(const YAML::Node& node, const std::string& where,
-                      PrefixCacheParams& params) {
+void parsePrefixCache(const YAML::Node& node, const std::string& where, PrefixCacheParams& params) {
   readFields(
       node, where,
       {
           {"block_tokens",
            [&](const auto& v, const auto& k) {
-             params.block_tokens = static_cast<uint32_t>(
-                 number(v, k, 1, PromptBlockHasher::kMaxBlockTokens));
+             params.block_tokens =
+                 static_cast<uint32_t>(number(v, k, 1, PromptBlockHasher::kMaxBlockTokens));
            }},
           {"kv_cache_blocks",
            [&](const auto& v, const auto& k) {
@@ -63,8 +62,8 @@ uint32_t replicaKvBlocks(const std::map<std::string, std::string>& labels, std::
       catalog.findModel(model) != nullptr) {
     const int64_t tp = labelNumber(labels, "tp");
     try {
-      const engine::PerfConfig perf = engine::makePerfConfig(
-          catalog, gpu->second, model, tp > 0 ? static_cast<int>(tp) : 1);
+      const engine::PerfConfig perf =
+          engine::makePerfConfig(catalog, gpu->second, model, tp > 0 ? static_cast<int>(tp) : 1);
       return clampBlocks(static_cast<double>(perf.kvCapacityTokens()) / ours);
     } catch (const std::exception&) {
       // The model does not fit that GPU: nothing to derive.

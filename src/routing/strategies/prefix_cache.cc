@@ -17,8 +17,8 @@ constexpr double kGuardFloor = 2;
 }  // namespace
 
 ScoreNote PrefixCacheStrategy::score(const ScoringContext& context,
-                                     std::span<const uint32_t> candidates,
-                                     std::span<double> scores, std::span<double> tiebreak) const {
+                                     std::span<const uint32_t> candidates, std::span<double> scores,
+                                     std::span<double> tiebreak) const {
   (void)tiebreak;
   ScoreNote note;
   const PrefixProbe* probe = context.prefix;
