@@ -1,6 +1,7 @@
 #include "gateway/prefix_stage.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 namespace switchyard::gateway {
 
@@ -33,8 +34,18 @@ PrefixStage::Probe PrefixStage::probe(std::span<const uint64_t> blocks) const {
   return probe;
 }
 
-void PrefixStage::onRouted(const fleet::ModelEntry& model, int chosen,
-                           std::span<const uint64_t> blocks) {
+void PrefixStage::onRouted(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& model,
+                           int chosen, std::span<const uint64_t> blocks) {
+  if (snapshot.version != snapshot_version_) {
+    snapshot_version_ = snapshot.version;
+    std::vector<const void*> live;
+    for (const fleet::ModelEntry& entry : snapshot.models) {
+      for (const fleet::ReplicaEntry& replica : entry.replicas) live.push_back(replica.state.get());
+    }
+    index_.retain(live);
+    const std::unordered_set<const void*> keep(live.begin(), live.end());
+    std::erase_if(kv_blocks_, [&](const auto& known) { return !keep.contains(known.first); });
+  }
   if (chosen < 0 || static_cast<size_t>(chosen) >= model.replicas.size() || blocks.empty()) {
     return;
   }

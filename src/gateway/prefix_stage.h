@@ -46,8 +46,11 @@ class PrefixStage {
   };
   Probe probe(std::span<const uint64_t> blocks) const;
 
-  // The request was routed to `model.replicas[chosen]`: it will cache the chain there.
-  void onRouted(const fleet::ModelEntry& model, int chosen, std::span<const uint64_t> blocks);
+  // The request was routed to `model.replicas[chosen]`: it will cache the chain there. When
+  // `snapshot` is newer than the last one seen, replicas no longer in it are forgotten first (an
+  // allocation per fleet change, none per request).
+  void onRouted(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& model, int chosen,
+                std::span<const uint64_t> blocks);
 
   const fleet::kv_index::PrefixIndex& index() const { return index_; }
 
@@ -56,6 +59,7 @@ class PrefixStage {
   fleet::kv_index::PromptBlockHasher hasher_;
   fleet::kv_index::PrefixIndex index_;
   std::unordered_map<const void*, uint32_t> kv_blocks_;  // per replica, derived once
+  uint64_t snapshot_version_ = 0;
 };
 
 }  // namespace switchyard::gateway

@@ -306,7 +306,7 @@ asio::awaitable<AttemptOutcome> Worker::Impl::attempt(ClientConnection& conn, Re
     plan.route.tried = std::span<const int>(plan.tried.data(), plan.tried_count);
     const TimeNs routing_started = now();
     const routing::Decision decision = routing::route(snapshot, model, plan.route, rng, scratch);
-    if (prefix_routing) prefix.onRouted(model, decision.chosen, conn.prompt_blocks);
+    if (prefix_routing) prefix.onRouted(snapshot, model, decision.chosen, conn.prompt_blocks);
     observer.onDecision(conn.observed, decision, routing_started, now());
     if (decision.hold) co_return AttemptOutcome::kHeld;
     if (decision.chosen < 0) {

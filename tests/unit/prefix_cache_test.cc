@@ -122,6 +122,13 @@ TEST(PrefixIndexTest, LongestPrefixStopsAtTheFirstMiss) {
   index.insert(&r1, a, 1024);
   EXPECT_EQ(index.match(&r1, a), 10u);
   EXPECT_EQ(index.match(&r2, a), 0u);
+  // A replica gone from the fleet is forgotten.
+  index.insert(&r2, a, 1024);
+  const void* live[] = {&r2};
+  index.retain(live);
+  EXPECT_EQ(index.replicas(), 1u);
+  EXPECT_EQ(index.match(&r1, a), 0u);
+  EXPECT_EQ(index.match(&r2, a), 10u);
 }
 
 TEST(PrefixIndexTest, BoundedByTheKvCacheAndLeastRecentlyUsedGoFirst) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <unordered_set>
 
 namespace switchyard::fleet::kv_index {
 namespace {
@@ -90,9 +91,8 @@ void PrefixIndex::insert(const void* replica, std::span<const uint64_t> chain,
 }
 
 void PrefixIndex::retain(std::span<const void* const> live) {
-  std::erase_if(sets_, [&](const auto& entry) {
-    return std::find(live.begin(), live.end(), entry.first) == live.end();
-  });
+  const std::unordered_set<const void*> keep(live.begin(), live.end());
+  std::erase_if(sets_, [&](const auto& entry) { return !keep.contains(entry.first); });
 }
 
 }  // namespace switchyard::fleet::kv_index
