@@ -57,6 +57,13 @@ bench-stampede: build
 bench-slo: build
 	bash bench/e2e/slo.sh
 
+# Prefix-cache routing against least-request, load-balance and session affinity on 8 emulated
+# replicas (A10 + L20): multi-turn chats, shared system prompts, RAG. About 12 min; table, CSV
+# and PNG in build/bench-prefix/. PREFIX_* knobs: see bench/e2e/prefix.sh.
+.PHONY: bench-prefix
+bench-prefix: build
+	bash bench/e2e/prefix.sh
+
 # The fleet simulator's studies 1-3 at a reduced size (a few minutes): summaries, CSV, JSON and
 # PNG in build/bench-sim/. BENCH_SIM_SCALE: see bench/sim/bench-sim.sh; docs/simulation.md.
 bench-sim: build

@@ -20,11 +20,12 @@ import json
 import os
 import random
 import re
-import signal
-import subprocess
 import sys
 import tempfile
 import time
+
+import bench_procs
+from bench_procs import metric, stop
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.environ.get("SWITCHYARD", os.path.join(ROOT, "build/release/switchyard"))
@@ -46,28 +47,7 @@ MODEL = "llama2-7b"
 
 
 def start(args):
-    """Starts `switchyard ARGS` and returns (process, ports) from its `listening` line."""
-    proc = subprocess.Popen([BIN] + args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            text=True)
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        if line.startswith("listening"):
-            return proc, [int(a.rsplit(":", 1)[1]) for a in line.split()[1:]]
-    proc.kill()
-    raise RuntimeError("switchyard %s did not start" % args[0])
-
-
-def stop(proc):
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    return bench_procs.start(BIN, args)
 
 
 async def http(port, method, path, body=None, headers=None, timeout=5.0):
@@ -87,14 +67,6 @@ async def http(port, method, path, body=None, headers=None, timeout=5.0):
         writer.close()
     status = int(raw.split(b" ", 2)[1]) if raw.startswith(b"HTTP/") else 0
     return status, raw.split(b"\r\n\r\n", 1)[-1].decode(errors="replace")
-
-
-def metric(text, name):
-    total = 0.0
-    for line in text.splitlines():
-        if line.startswith(name) and (len(line) == len(name) or line[len(name)] in " {"):
-            total += float(line.rsplit(" ", 1)[1])
-    return total
 
 
 def body(rng):

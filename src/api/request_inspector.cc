@@ -36,6 +36,11 @@ struct RequestInspector::Impl {
   InspectError field_error = InspectError::kNone;
   size_t prompt_tokens = 0;  // token ids seen in prompt/input, converted to bytes at the end
   bool have_max_completion_tokens = false;
+  PromptTextSink* sink = nullptr;
+
+  void prompt(std::string_view text) {
+    if (sink != nullptr) sink->text(text);
+  }
 
   Impl() { message.reserve(160); }
 
@@ -206,6 +211,7 @@ error_code RequestInspector::Impl::readPrompt(od::value v, std::string_view fiel
       std::string_view s;
       if (auto e = v.get_string().get(s)) return e;
       bytes += s.size();
+      if (field == "prompt") prompt(s);
       return SUCCESS;
     }
     case od::json_type::number: {
@@ -241,6 +247,7 @@ error_code RequestInspector::Impl::readContent(od::value v, int depth, size_t& b
     std::string_view s;
     if (auto e = v.get_string().get(s)) return e;
     bytes += s.size();
+    prompt(s);
     return SUCCESS;
   }
   if (type == od::json_type::null) return skipValue(v, depth);
@@ -276,6 +283,7 @@ error_code RequestInspector::Impl::readContent(od::value v, int depth, size_t& b
           std::string_view s;
           if (auto e = text.get_string().get(s)) return e;
           bytes += s.size();
+          prompt(s);
           continue;
         }
         fieldError("messages", "content part text must be a string");
@@ -417,6 +425,7 @@ InspectError RequestInspector::inspect(const char* data, size_t size, size_t cap
   s.field_error = InspectError::kNone;
   s.prompt_tokens = 0;
   s.have_max_completion_tokens = false;
+  if (s.sink != nullptr) s.sink->reset();
 
   auto malformed = [&](error_code e) {
     s.message.assign("malformed JSON body: ");
@@ -466,6 +475,8 @@ InspectError RequestInspector::inspect(const char* data, size_t size, size_t cap
   out.prompt_bytes += s.prompt_tokens * kBytesPerPromptToken;
   return InspectError::kNone;
 }
+
+void RequestInspector::setPromptSink(PromptTextSink* sink) { impl_->sink = sink; }
 
 std::string_view RequestInspector::errorMessage() const { return impl_->message; }
 std::string_view RequestInspector::errorParam() const { return impl_->param; }

@@ -40,6 +40,18 @@ struct InspectedRequest {
   int64_t n = -1;
 };
 
+// Receives the prompt's text while the body is parsed, in order: each messages[].content string
+// (and each text part), or each `prompt` string. reset() is called at the start of every
+// inspect(). Views are valid only during the call. Used by prefix-cache routing.
+class PromptTextSink {
+ public:
+  virtual void reset() = 0;
+  virtual void text(std::string_view text) = 0;
+
+ protected:
+  ~PromptTextSink() = default;
+};
+
 enum class InspectError {
   kNone,
   kMalformedJson,  // not JSON, not an object, truncated, trailing content, nested too deep
@@ -65,6 +77,9 @@ class RequestInspector {
   // (copy-free when capacity >= size + kRequiredPadding). `out` is reset first. When an error is
   // returned, fields of `out` may be partially filled and must not be used.
   InspectError inspect(const char* data, size_t size, size_t capacity, InspectedRequest& out);
+
+  // Where the prompt text goes while a body is inspected (nullptr: nowhere). Not owned.
+  void setPromptSink(PromptTextSink* sink);
 
   // Human-readable reason for the last error, suitable for an OpenAI error envelope. Empty after
   // a successful inspect().

@@ -335,6 +335,9 @@ GatewayConfig parseNode(const YAML::Node& root) {
             number(it->second, "routing.auto_blend_load_balance_weight", 0, 1e6);
       } else if (key == "load_balance") {
         fleet::parseLoadBalance(it->second, "routing.load_balance", config.load_balance);
+      } else if (key == "prefix_cache") {
+        fleet::kv_index::parsePrefixCache(it->second, "routing.prefix_cache",
+                                          config.prefix_cache);
       } else if (key == "least_request_top_k") {
         fleet::parseTopK(it->second, "routing.least_request_top_k", config.top_k);
       } else if (key == "slow_start") {

@@ -25,6 +25,7 @@
 #include "core/config_error.h"
 #include "fleet/discovery/kubernetes/settings.h"
 #include "fleet/fleet_registry.h"
+#include "fleet/kv_index/prefix_cache_config.h"
 #include "fleet/scrape_schedule.h"
 #include "health/replica_health.h"
 #include "gateway/readiness.h"
@@ -70,6 +71,7 @@ struct CapacityConfig {
 };
 
 struct GatewayConfig {
+  fleet::kv_index::PrefixCacheParams prefix_cache;  // `routing.prefix_cache:` (docs/routing.md)
   std::string listen = "127.0.0.1:8888";
   std::string admin_listen = "127.0.0.1:8889";
   int workers = 0;  // 0: one per CPU this process may use (core/cpu_budget.h)

@@ -150,6 +150,8 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn, Request& req, 
     co_return co_await sendRefusal(conn, invalidStrategy(strategy_text, bad_part), request_id,
                                    keep_alive);
   }
+  // Prefix-cache routing: the chain hashed while the body was inspected (no co_await since).
+  plan.prefix = prefix.capture(plan.spec, conn.prompt_blocks);
   observer.onModel(conn.observed, *snapshot, *model, plan.spec.text);
   observer.countDemand(conn.observed);
 
@@ -306,10 +308,14 @@ asio::awaitable<AttemptOutcome> Worker::Impl::attempt(ClientConnection& conn, Re
   const bool deadline_aware =
       model.admission.queue == fleet::QueueMode::kDeadline && plan.deadline_at >= 0;
   plan.route.now = now();
+  const PrefixStage::Probe prefix_probe = prefix.probe(conn.prompt_blocks);
+  const bool prefix_routing = plan.prefix;
+  plan.route.prefix = prefix_routing ? &prefix_probe : nullptr;
   while (plan.attempts < max_attempts) {
     plan.route.tried = std::span<const int>(plan.tried.data(), plan.tried_count);
     const TimeNs routing_started = now();
     const routing::Decision decision = routing::route(snapshot, model, plan.route, rng, scratch);
+    if (prefix_routing) prefix.onRouted(snapshot, model, decision.chosen, conn.prompt_blocks);
     observer.onDecision(conn.observed, decision, routing_started, now());
     if (decision.hold) co_return AttemptOutcome::kHeld;
     if (decision.chosen < 0) {

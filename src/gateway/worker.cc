@@ -48,6 +48,7 @@ Worker::Impl::Impl(int index_in, const GatewayConfig& config_in,
       snapshots(registry),
       pool(config_in.timeouts.upstream_pool_idle),
       retry_budget(config_in.retry.budget_ratio, config_in.retry.budget_min_per_second),
+      prefix(config_in.prefix_cache),
       rng(0x5EED0000u + static_cast<uint64_t>(index_in) * 7919u +
           static_cast<uint64_t>(SteadyClock::instance().now())),
       sweep_timer(io),
@@ -61,6 +62,7 @@ Worker::Impl::Impl(int index_in, const GatewayConfig& config_in,
       auth(security_in, observer_in, *shared),
       tls(&security_in.clientTls()) {
   observer.setExecutor([this](std::function<void()> job) { asio::post(io, std::move(job)); });
+  inspector.setPromptSink(prefix.sink());
 }
 
 asio::awaitable<void> Worker::Impl::acceptLoop() {

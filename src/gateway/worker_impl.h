@@ -38,6 +38,7 @@
 #include "gateway/async_jobs.h"
 #include "gateway/auth_stage.h"
 #include "gateway/config.h"
+#include "gateway/prefix_stage.h"
 #include "gateway/refusal.h"
 #include "gateway/request_queue.h"
 #include "gateway/security_plane.h"
@@ -106,6 +107,7 @@ struct ClientConnection {
   // The source address's slot in the client limits (admission/client_limits.h).
   int32_t client_slot = admission::ClientAddressTable::kUntracked;
   std::string session_pin;  // the replica the request's session is pinned to ("" if none)
+  std::vector<uint64_t> prompt_blocks;  // prefix-cache routing: the request's chain (capture())
   // Async jobs: scan the response for the id of the resource it created.
   bool capture_job_id = false;
   size_t job_id_scanned = 0;
@@ -142,6 +144,7 @@ struct ProxyPlan {
   TimeNs deadline_at = -1;           // absolute; -1: none
   TimeNs predicted = -1;             // the last attempt's predicted execution; -1 unknown
   bool held = false;                 // SLO routing held it at least once
+  bool prefix = false;               // prefix-cache routing: conn.prompt_blocks is its chain
   TimeNs slo_breach_at = -1;         // held by SLO routing: when its SLO can no longer be met
   QueueSeat* seat = nullptr;         // its place in the admission queue (left once admitted)
   // Replicas set aside this round: those that failed this request first (kept across queue
@@ -185,6 +188,7 @@ struct Worker::Impl {
   api::RequestInspector inspector;
   api::MultipartReader multipart;  // form bodies (audio uploads, job creations)
   routing::RoutingScratch scratch;
+  PrefixStage prefix;
   Rng rng;
   asio::steady_timer sweep_timer;
   std::atomic<int64_t> inflight{0};

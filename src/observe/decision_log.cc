@@ -63,6 +63,8 @@ void fillDecisionRecord(DecisionRecord& record, const routing::Decision& decisio
     record.slo_e2e_ms = static_cast<float>(decision.slo->e2e * 1e3);
   }
   record.slo_fallback = decision.slo_fallback;
+  record.prefix_block_tokens = static_cast<uint16_t>(decision.prefix_block_tokens);
+  record.prefix_total_blocks = decision.prefix_total_blocks;
   copyTruncated(record.request_id, request_id);
   copyTruncated(record.strategy, decision.strategy);
   // Keep the chosen row, then the rest in fleet order up to the limit.
@@ -72,7 +74,7 @@ void fillDecisionRecord(DecisionRecord& record, const routing::Decision& decisio
     record.rows[n++] = {replica_slots[row.replica_index], static_cast<uint8_t>(row.excluded),
                         row.in_pick_set,    row.score,
                         row.synthetic_load, row.predicted_ttft,
-                        row.predicted_tpot};
+                        row.predicted_tpot, row.prefix_blocks};
   };
   const routing::CandidateRow* chosen = decision.rowOf(decision.chosen);
   if (chosen != nullptr) add(*chosen);
@@ -163,6 +165,11 @@ std::string renderDecisionsJson(std::vector<DecisionRecord> records,
                      r.slo_ttft_ms, r.slo_tpot_ms, r.slo_e2e_ms, r.slo_percentile, r.hold,
                      r.slo_fallback ? "load-balance" : "none");
     }
+    if (r.prefix_block_tokens > 0) {
+      fmt::format_to(std::back_inserter(out),
+                     R"("prefix":{{"block_tokens":{},"prompt_blocks":{}}},)",
+                     r.prefix_block_tokens, r.prefix_total_blocks);
+    }
     out.append(R"("candidates":[)");
     for (size_t j = 0; j < r.row_count; ++j) {
       const DecisionRecord::Row& row = r.rows[j];
@@ -187,6 +194,12 @@ std::string renderDecisionsJson(std::vector<DecisionRecord> records,
           fmt::format_to(std::back_inserter(out),
                          R"(,"predicted_ttft_ms":{:.1f},"predicted_tpot_ms":{:.2f})",
                          row.predicted_ttft * 1e3, row.predicted_tpot * 1e3);
+        }
+        if (row.prefix_blocks >= 0) {
+          fmt::format_to(std::back_inserter(out),
+                         R"(,"prefix_match_blocks":{},"prefix_match_tokens":{})",
+                         row.prefix_blocks,
+                         static_cast<int64_t>(row.prefix_blocks) * r.prefix_block_tokens);
         }
       }
       out.push_back('}');
@@ -264,6 +277,25 @@ void appendDecisionHeader(std::string& out, const routing::Decision& decision,
   }
   appendRows("; warming=", [](const routing::CandidateRow& r) { return r.synthetic_load > 0; },
              true);
+  // Prefix-cache: the prompt's blocks, then each candidate's match in blocks.
+  if (!cut && decision.prefix_block_tokens > 0) {
+    fmt::format_to(std::back_inserter(out), "; prefix_blocks={}x{}tok",
+                   decision.prefix_total_blocks, decision.prefix_block_tokens);
+    bool any = false;
+    for (const routing::CandidateRow& row : decision.rows) {
+      if (row.excluded != routing::Exclusion::kNone || row.prefix_blocks < 0) continue;
+      const size_t mark = out.size();
+      out.append(any ? "," : "; prefix_match=");
+      any = true;
+      out.append(name(row.replica_index));
+      fmt::format_to(std::back_inserter(out), ":{}", row.prefix_blocks);
+      if (out.size() - start > budget) {
+        out.resize(mark);
+        cut = true;
+        break;
+      }
+    }
+  }
   if (!cut && decision.affinity) out.append("; affinity=session");
   if (!cut && decision.hold) out.append("; slo=hold");
   if (!cut && decision.slo_fallback) out.append("; slo=fallback:load-balance");

@@ -33,6 +33,7 @@ struct DecisionRecord {
     double synthetic_load = 0;  // slow start's part of the score
     float predicted_ttft = -1;  // SLO routing: predicted latency (seconds; -1 none)
     float predicted_tpot = -1;
+    int32_t prefix_blocks = -1;  // prefix-cache: leading prompt blocks cached there (-1: n/a)
   };
   int64_t unix_ns = 0;    // wall-clock time of the decision
   int64_t latency_ns = 0;  // time spent routing
@@ -52,6 +53,8 @@ struct DecisionRecord {
   bool hold = false;          // SLO routing held the request: no replica would meet its SLO
   bool slo_fallback = false;  // SLO routing had no profile for some replica: load-balance
   bool slo = false;           // SLO routing took part: the objective below
+  uint16_t prefix_block_tokens = 0;  // prefix-cache took part: tokens per block (0: did not)
+  uint32_t prefix_total_blocks = 0;  // ... and the prompt's full blocks
   uint8_t slo_percentile = 0;
   float slo_ttft_ms = 0, slo_tpot_ms = 0, slo_e2e_ms = 0;  // 0: not part of the objective
   uint8_t client_cancelled = 0;  // CancelStage: the client left before the answer was complete

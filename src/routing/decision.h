@@ -36,6 +36,7 @@ struct CandidateRow {
                               // within the band the fastest was chosen from
   float predicted_ttft = -1;  // SLO routing: predicted latency here (seconds; -1 unknown)
   float predicted_tpot = -1;
+  int32_t prefix_blocks = -1;  // prefix-cache: leading prompt blocks cached here (-1: not asked)
 };
 
 struct Decision {
@@ -59,6 +60,9 @@ struct Decision {
   bool slo_fallback = false;
   // SLO routing took part: the objective requests were held to (the model's; nullptr otherwise).
   const profile::Slo* slo = nullptr;
+  // Prefix-cache routing took part: the prompt's full blocks and tokens per block (0: did not).
+  uint32_t prefix_total_blocks = 0;
+  uint32_t prefix_block_tokens = 0;
   // One row per replica considered, filled always (cheap): every replica in fleet order
   // (rows[i] is replica i), or the sample's in the order drawn.
   std::span<const CandidateRow> rows;

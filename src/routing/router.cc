@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "profile/slo_profiles.h"
+#include "routing/prefix_probe.h"
 
 namespace switchyard::routing {
 namespace {
@@ -309,22 +310,28 @@ Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& mo
   size_t count = 0;
   bool wants_blend = false;
   bool has_load_balance = false;
+  double blend_scale = 1.0;
   for (const StrategyComponent& part : request.spec->parts()) {
     parts[count++] = part;
     wants_blend |= part.strategy->autoBlendsLoadBalance();
+    if (part.strategy->autoBlendsLoadBalance()) {
+      blend_scale = std::min(blend_scale, part.strategy->autoBlendScale());
+    }
     has_load_balance |= part.strategy->name() == "load-balance";
   }
   if (wants_blend && !has_load_balance && snapshot.auto_blend_load_balance_weight > 0) {
-    parts[count++] = {findStrategy("load-balance"), snapshot.auto_blend_load_balance_weight};
+    parts[count++] = {findStrategy("load-balance"),
+                      snapshot.auto_blend_load_balance_weight * blend_scale};
   }
 
   scratch.inputs.resize(m);
-  ScoringContext context{snapshot, model, request.now, rng, request.shape, scratch.inputs,
-                         request.dry_run};
+  ScoringContext context{snapshot, model,           request.now,    rng,
+                         request.shape, scratch.inputs, request.dry_run, request.prefix};
   scratch.tiebreak.assign(m, 0.0);
   ScoreNote alone;  // the note of a strategy used alone: it may ask for the top-K picker
   bool eased = false;  // the inputs table holds slow start's synthetic loads
   bool predicted = false;  // ... and SLO routing's predicted latencies
+  bool prefix = false;     // ... and prefix-cache routing's match lengths
   if (count == 1) {
     scratch.scores.resize(m);  // a strategy writes every score
     alone = parts[0].strategy->score(context, scratch.candidates, scratch.scores,
@@ -332,6 +339,7 @@ Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& mo
     decision.relaxed = alone.relaxed;
     eased = alone.eased;
     predicted = alone.predicted;
+    prefix = alone.prefix;
     decision.slo_fallback = alone.fallback;
   } else {
     scratch.scores.assign(m, 0.0);
@@ -345,6 +353,7 @@ Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& mo
       decision.relaxed |= note.relaxed;
       eased |= note.eased;
       predicted |= note.predicted;
+      prefix |= note.prefix;
       decision.slo_fallback |= note.fallback;
       normalise(scratch.component);
       for (size_t i = 0; i < m; ++i) {
@@ -361,6 +370,11 @@ Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& mo
       row.predicted_ttft = static_cast<float>(scratch.inputs[i].predicted_ttft);
       row.predicted_tpot = static_cast<float>(scratch.inputs[i].predicted_tpot);
     }
+    if (prefix) row.prefix_blocks = static_cast<int32_t>(scratch.inputs[i].prefix_blocks);
+  }
+  if (prefix && request.prefix != nullptr) {
+    decision.prefix_total_blocks = request.prefix->total_blocks;
+    decision.prefix_block_tokens = request.prefix->block_tokens;
   }
   if ((predicted || decision.slo_fallback) && model.slo != nullptr) {
     decision.slo = &model.slo->objective;

@@ -26,6 +26,8 @@ struct RouteRequest {
   // Only replicas whose `gpu` label is this (the request's x-switchyard-gpu header: a hardware
   // class the client asks for); empty: any.
   std::string_view gpu;
+  // Prefix-cache routing: the request's prompt blocks and the worker's index (nullptr: none).
+  const PrefixProbe* prefix = nullptr;
 };
 
 inline constexpr double kInfPenalty = 2.0;

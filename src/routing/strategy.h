@@ -42,7 +42,12 @@ struct CandidateInputs {
   // objective (seconds; -1 unknown). A strategy that fills these says so (ScoreNote::predicted).
   double predicted_ttft = -1;
   double predicted_tpot = -1;
+  // Prefix-cache routing: leading prompt blocks probably cached on the candidate. A strategy
+  // that fills it says so (ScoreNote::prefix).
+  uint32_t prefix_blocks = 0;
 };
+
+class PrefixProbe;  // routing/prefix_probe.h
 
 struct ScoringContext {
   const fleet::FleetSnapshot& snapshot;
@@ -52,6 +57,7 @@ struct ScoringContext {
   RequestShape shape;
   std::span<CandidateInputs> inputs;  // scratch sized like the candidates; contents undefined
   bool dry_run = false;  // an explanation, not a request: strategies must not change state
+  const PrefixProbe* prefix = nullptr;  // the request's prompt blocks and the index; or none
 };
 
 struct ScoreNote {
@@ -71,6 +77,8 @@ struct ScoreNote {
   bool eased = false;
   // ScoringContext::inputs holds every candidate's predicted latency (SLO routing).
   bool predicted = false;
+  // ScoringContext::inputs holds every candidate's prefix match (prefix-cache routing).
+  bool prefix = false;
   // Every candidate is predicted to miss the SLO: the request should wait at the gateway rather
   // than be sent now (slo-least-load-pulling). Honoured when the strategy is used alone.
   bool hold = false;
@@ -90,6 +98,9 @@ class Strategy {
   // Whether load-balance is blended in behind this strategy by default (auto-blend). The plain
   // load strategies opt out so they stay comparable baselines.
   virtual bool autoBlendsLoadBalance() const { return true; }
+  // The auto-blended load-balance weight relative to this strategy's, as a factor of the
+  // snapshot's auto-blend weight (prefix-cache: 0.8, AIBrix's 5 : 4).
+  virtual double autoBlendScale() const { return 1.0; }
   // Whether the strategy may see a random sample of the fleet (candidate sampling) instead of
   // every replica. Round-robin may not: its rotation is over the whole fleet.
   virtual bool samplesCandidates() const { return true; }

@@ -5,6 +5,7 @@
 #include "routing/strategies/least_request.h"
 #include "routing/strategies/least_request_top_k.h"
 #include "routing/strategies/load_balance.h"
+#include "routing/strategies/prefix_cache.h"
 #include "routing/strategies/random.h"
 #include "routing/strategies/round_robin.h"
 #include "routing/strategies/slo.h"
@@ -25,16 +26,17 @@ const SloStrategy kSlo("slo", SloVariant::kLeastLoadPulling);
 const SloStrategy kSloPackLoad("slo-pack-load", SloVariant::kPackLoad);
 const SloStrategy kSloLeastLoad("slo-least-load", SloVariant::kLeastLoad);
 const SloStrategy kSloLeastLoadPulling("slo-least-load-pulling", SloVariant::kLeastLoadPulling);
+const PrefixCacheStrategy kPrefixCache;
 
-constexpr std::array<const Strategy*, 11> kStrategies = {
+constexpr std::array<const Strategy*, 12> kStrategies = {
     &kRandom,       &kRoundRobin,  &kLeastRequest,          &kLeastRequestTopK,
     &kLeastKvCache, &kLoadBalance, &kShapeAwareLoadBalance, &kSlo,
-    &kSloPackLoad,  &kSloLeastLoad, &kSloLeastLoadPulling};
-constexpr std::array<std::string_view, 11> kNames = {
+    &kSloPackLoad,  &kSloLeastLoad, &kSloLeastLoadPulling, &kPrefixCache};
+constexpr std::array<std::string_view, 12> kNames = {
     "random",         "round-robin",   "least-request",
     "least-request-top-k", "least-kv-cache", "load-balance",
     "load-balance-shape-aware", "slo", "slo-pack-load",
-    "slo-least-load", "slo-least-load-pulling"};
+    "slo-least-load", "slo-least-load-pulling", "prefix-cache"};
 
 }  // namespace
 

@@ -1,0 +1,40 @@
+"""Pieces the Python e2e benchmarks share: starting and stopping `switchyard` processes (engine
+or gateway) on OS-chosen loopback ports, and reading a metric from Prometheus text."""
+import signal
+import subprocess
+import time
+
+
+def start(binary, args):
+    """Starts `BINARY ARGS` and returns (process, ports) from its `listening` line."""
+    proc = subprocess.Popen([binary] + args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True)
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        if line.startswith("listening"):
+            return proc, [int(a.rsplit(":", 1)[1]) for a in line.split()[1:]]
+    proc.kill()
+    raise RuntimeError("switchyard %s did not start" % args[0])
+
+
+def stop(proc):
+    """SIGTERM, then SIGKILL after 15 s."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def metric(text, name):
+    """The sum of every sample of metric `name` (any labels) in Prometheus text."""
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith(name) and (len(line) == len(name) or line[len(name)] in " {"):
+            total += float(line.rsplit(" ", 1)[1])
+    return total

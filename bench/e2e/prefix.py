@@ -1,0 +1,332 @@
+#!/usr/bin/env python3
+"""Prefix-cache routing against load-only strategies (make bench-prefix).
+
+Eight emulated replicas of llama2-7b (PREFIX_GPUS, two GPU types) with prefix caching on, in one
+engine process, behind one gateway (PREFIX_WORKERS workers, default 1). Three workloads, each run
+once per strategy on a fresh engine and gateway with the same seeded users:
+
+  chat    multi-turn chats with a growing history: PREFIX_CHAT_USERS users, each in a
+          conversation of 4-10 turns (a short system prompt, then every turn sends the whole
+          history plus a new 60-180-word question and gets 32-128 tokens back); a user starts a
+          new conversation when one ends. Closed loop with 0.5-2 s of thinking between turns.
+  system  many users sharing a few long system prompts: 4 prompts of ~2,000 tokens, each
+          request one of them (Zipf-like) plus a 20-80-word question, single turn.
+  rag     retrieval-augmented prompts repeating a small set of documents: 16 documents of ~800
+          tokens, each request two of them (the first Zipf-like) plus a question.
+
+Strategies (PREFIX_STRATEGIES): least-request, load-balance, session (load-balance with the
+x-session-id header: the gateway pins each conversation / user to the replica of its first
+request), prefix-cache (approximate). Per workload and strategy: TTFT p50/p99 (time to the first
+content token of a streamed answer), E2E p99, the engines' prefix-cache hit rate (hits ÷ queried
+tokens, vllm:prefix_cache_*), and max ÷ mean in-flight across replicas (each engine's running +
+waiting, sampled every 0.25 s, averaged over the samples with any load). Ratios against
+load-balance of the same run. Goal (chat): prefix-cache TTFT p50 <= 0.5x load-balance's, E2E p99
+<= load-balance's, max/mean in-flight <= 1.5.
+
+Loopback only; bounded (PREFIX_SECONDS per run); every process it starts is stopped on exit.
+"""
+import asyncio
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+
+import bench_procs
+from bench_procs import metric, stop
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.environ.get("SWITCHYARD", os.path.join(ROOT, "build/release/switchyard"))
+OUT = os.environ.get("PREFIX_OUT", os.path.join(ROOT, "build/bench-prefix"))
+GPUS = os.environ.get("PREFIX_GPUS", "A10,A10,A10,A10,L20,L20,L20,L20").split(",")
+SECONDS = float(os.environ.get("PREFIX_SECONDS", "40"))
+WARMUP = float(os.environ.get("PREFIX_WARMUP", "5"))
+SEED = int(os.environ.get("PREFIX_SEED", "7"))
+CHAT_USERS = int(os.environ.get("PREFIX_CHAT_USERS", "40"))
+SYSTEM_USERS = int(os.environ.get("PREFIX_SYSTEM_USERS", "40"))
+RAG_USERS = int(os.environ.get("PREFIX_RAG_USERS", "40"))
+WORKLOADS = os.environ.get("PREFIX_WORKLOADS", "chat,system,rag").split(",")
+STRATEGIES = os.environ.get("PREFIX_STRATEGIES",
+                            "least-request,load-balance,session,prefix-cache").split(",")
+# Gateway workers: each learns its own index (docs/routing.md), so more workers see less.
+WORKERS = int(os.environ.get("PREFIX_WORKERS", "1"))
+MODEL = "llama2-7b"
+
+
+def start(args):
+    return bench_procs.start(BIN, args)
+
+
+async def get_metrics(port):
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        await writer.drain()
+        raw = await asyncio.wait_for(reader.read(), 5)
+    finally:
+        writer.close()
+    return raw.split(b"\r\n\r\n", 1)[-1].decode(errors="replace")
+
+
+async def stream(port, payload, headers, timeout=120.0):
+    """One streamed chat completion: (status, ttft seconds or None, e2e seconds)."""
+    sent = time.time()
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    ttft = None
+    status = 0
+    try:
+        data = payload.encode()
+        head = ("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                "Content-Type: application/json\r\nContent-Length: %d\r\n" % len(data))
+        for k, v in headers.items():
+            head += "%s: %s\r\n" % (k, v)
+        writer.write(head.encode() + b"\r\n" + data)
+        await writer.drain()
+        buf = b""
+        end = sent + timeout
+        while True:
+            chunk = await asyncio.wait_for(reader.read(65536), max(0.1, end - time.time()))
+            if not chunk:
+                break
+            buf += chunk
+            if status == 0 and b"\r\n" in buf:
+                first = buf.split(b"\r\n", 1)[0].split(b" ")
+                status = int(first[1]) if len(first) > 1 and first[1].isdigit() else -1
+            # The first chunk with generated text (the role chunk carries none).
+            if ttft is None and b'"content":"' in buf:
+                i = buf.find(b'"content":"')
+                while i >= 0:
+                    if buf[i + 11:i + 12] not in (b'"', b""):
+                        ttft = time.time() - sent
+                        break
+                    i = buf.find(b'"content":"', i + 11)
+            if ttft is not None and len(buf) > 1 << 16:
+                buf = buf[-256:]
+    finally:
+        writer.close()
+    return status, ttft, time.time() - sent
+
+
+def words(rng, lo, hi):
+    return " ".join("w%d" % rng.randint(0, 99999) for _ in range(rng.randint(lo, hi)))
+
+
+def zipf_pick(rng, n):
+    weights = [1.0 / (k + 1) for k in range(n)]
+    return rng.choices(range(n), weights)[0]
+
+
+class Chat:
+    """A user in multi-turn chats: every turn resends the history."""
+
+    def __init__(self, rng, uid):
+        self.rng, self.uid, self.conv = rng, uid, 0
+        self.new_conversation()
+
+    def new_conversation(self):
+        self.conv += 1
+        self.turns_left = self.rng.randint(4, 10)
+        self.messages = [{"role": "system", "content": "You are assistant %d. " % self.uid +
+                          words(self.rng, 30, 60)}]
+
+    def next(self):
+        if self.turns_left == 0:
+            self.new_conversation()
+        self.turns_left -= 1
+        self.messages.append({"role": "user", "content": words(self.rng, 60, 180)})
+        max_tokens = self.rng.randint(32, 128)
+        payload = {"model": MODEL, "stream": True, "max_tokens": max_tokens,
+                   "messages": list(self.messages)}
+        # The answer joins the history (the emulator's words are not read back: a stand-in of
+        # the same length keeps the prompt growing as a real chat's would).
+        self.messages.append({"role": "assistant", "content": words(self.rng, max_tokens * 2 // 3,
+                                                                     max_tokens * 2 // 3)})
+        return payload, "u%d-c%d" % (self.uid, self.conv), self.rng.uniform(0.5, 2.0)
+
+
+class SystemPrompt:
+    PROMPTS = None
+
+    def __init__(self, rng, uid):
+        self.rng, self.uid = rng, uid
+        if SystemPrompt.PROMPTS is None:
+            prng = random.Random(SEED + 500)
+            SystemPrompt.PROMPTS = ["System prompt %d. " % k + words(prng, 1300, 1400)
+                                    for k in range(4)]
+
+    def next(self):
+        prompt = SystemPrompt.PROMPTS[zipf_pick(self.rng, 4)]
+        payload = {"model": MODEL, "stream": True, "max_tokens": self.rng.randint(32, 128),
+                   "messages": [{"role": "system", "content": prompt},
+                                {"role": "user", "content": words(self.rng, 20, 80)}]}
+        return payload, "u%d" % self.uid, self.rng.uniform(0.2, 1.0)
+
+
+class Rag:
+    DOCS = None
+
+    def __init__(self, rng, uid):
+        self.rng, self.uid = rng, uid
+        if Rag.DOCS is None:
+            prng = random.Random(SEED + 600)
+            Rag.DOCS = ["Document %d. " % k + words(prng, 520, 560) for k in range(16)]
+
+    def next(self):
+        a = zipf_pick(self.rng, 16)
+        b = self.rng.randrange(16)
+        content = ("Answer from these documents.\n" + Rag.DOCS[a] + "\n" + Rag.DOCS[b] +
+                   "\nQuestion: " + words(self.rng, 15, 40))
+        payload = {"model": MODEL, "stream": True, "max_tokens": self.rng.randint(32, 128),
+                   "messages": [{"role": "user", "content": content}]}
+        return payload, "u%d" % self.uid, self.rng.uniform(0.2, 1.0)
+
+
+USERS = {"chat": (Chat, CHAT_USERS), "system": (SystemPrompt, SYSTEM_USERS),
+         "rag": (Rag, RAG_USERS)}
+
+
+def start_fleet(strategy):
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+        for i, gpu in enumerate(GPUS):
+            f.write("- {gpu: %s, model: %s, seed: %d}\n" % (gpu, MODEL, i + 1))
+        replicas_file = f.name
+    engine, ports = start(["engine", "--replicas", replicas_file])
+    os.unlink(replicas_file)
+    lines = "".join("      - address: 127.0.0.1:%d\n        labels: { gpu: %s }\n" % (p, g)
+                    for p, g in zip(ports, GPUS))
+    name = "load-balance" if strategy == "session" else strategy
+    config = ("listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nworkers: %d\n"
+              "models:\n  - name: %s\n    routing_strategy: %s\n    replicas:\n%s"
+              % (WORKERS, MODEL, name, lines))
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+        f.write(config)
+        config_file = f.name
+    gateway, gports = start(["gateway", "--config", config_file])
+    os.unlink(config_file)
+    return engine, ports, gateway, gports
+
+
+def pct(values, p):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(p * len(values)))] if values else float("nan")
+
+
+async def run(workload, strategy):
+    engine, ports, gateway, gports = start_fleet(strategy)
+    cls, count = USERS[workload]
+    users = [cls(random.Random(SEED * 1000 + u), u) for u in range(count)]
+    records, samples = [], []
+    try:
+        before = [await get_metrics(p) for p in ports]
+        t0 = time.time()
+        end = t0 + SECONDS
+
+        async def user(u, index):
+            # Staggered starts: users arrive over the first second.
+            await asyncio.sleep(index / max(1, count))
+            while time.time() < end:
+                payload, session, think = u.next()
+                headers = {"x-session-id": session} if strategy == "session" else {}
+                sent = time.time()
+                try:
+                    status, ttft, e2e = await stream(gports[0], json.dumps(payload), headers)
+                except (asyncio.TimeoutError, OSError):
+                    status, ttft, e2e = 0, None, time.time() - sent
+                records.append({"sent": sent - t0, "status": status, "ttft": ttft, "e2e": e2e,
+                                "tokens": len(json.dumps(payload["messages"])) // 4})
+                await asyncio.sleep(think)
+
+        async def sampler():
+            while time.time() < end:
+                loads = []
+                for p in ports:
+                    text = await get_metrics(p)
+                    loads.append(metric(text, "vllm:num_requests_running") +
+                                 metric(text, "vllm:num_requests_waiting"))
+                if time.time() - t0 > WARMUP:
+                    samples.append(loads)
+                await asyncio.sleep(0.25)
+
+        await asyncio.gather(sampler(), *(user(u, i) for i, u in enumerate(users)))
+        after = [await get_metrics(p) for p in ports]
+    finally:
+        stop(gateway)
+        stop(engine)
+    hits = sum(metric(a, "vllm:prefix_cache_hits_total") - metric(b, "vllm:prefix_cache_hits_total")
+               for a, b in zip(after, before))
+    queries = sum(metric(a, "vllm:prefix_cache_queries_total") -
+                  metric(b, "vllm:prefix_cache_queries_total") for a, b in zip(after, before))
+    ratios = [max(s) / (sum(s) / len(s)) for s in samples if sum(s) > 0]
+    ok = [r for r in records if r["status"] == 200 and r["sent"] >= WARMUP]
+    ttfts = [r["ttft"] for r in ok if r["ttft"] is not None]
+    return {"workload": workload, "strategy": strategy, "requests": len(ok),
+            "failed": sum(1 for r in records if r["status"] != 200),
+            "ttft_p50": pct(ttfts, 0.5), "ttft_p99": pct(ttfts, 0.99),
+            "e2e_p99": pct([r["e2e"] for r in ok], 0.99),
+            "hit_rate": hits / queries if queries else 0.0,
+            "max_mean": sum(ratios) / len(ratios) if ratios else float("nan"),
+            "prompt_tokens_mean": sum(r["tokens"] for r in ok) / max(1, len(ok)),
+            "records": records}
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    log = open(os.path.join(OUT, "prefix.txt"), "w")
+
+    def say(text=""):
+        print(text, flush=True)
+        log.write(text + "\n")
+        log.flush()
+
+    say("command: make bench-prefix (PREFIX_GPUS=%s PREFIX_SECONDS=%g PREFIX_SEED=%d users "
+        "chat/system/rag=%d/%d/%d, PREFIX_WORKERS=%d)" % (
+            ",".join(GPUS), SECONDS, SEED, CHAT_USERS, SYSTEM_USERS, RAG_USERS, WORKERS))
+    say("machine: nproc=%d, load average %s at start, %s" % (
+        os.cpu_count(), " ".join(open("/proc/loadavg").read().split()[:3]),
+        time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime())))
+    results = []
+    for workload in WORKLOADS:
+        for strategy in STRATEGIES:
+            r = asyncio.run(run(workload, strategy))
+            results.append(r)
+            say("  %-7s %-14s done: %d requests, mean prompt %.0f tokens" % (
+                workload, strategy, r["requests"], r["prompt_tokens_mean"]))
+    say("")
+    status = 0
+    for workload in WORKLOADS:
+        rows = [r for r in results if r["workload"] == workload]
+        base = next((r for r in rows if r["strategy"] == "load-balance"), None)
+        say("%s:" % workload)
+        say("  %-14s %8s %6s %10s %10s %10s %9s %9s %14s" % (
+            "strategy", "requests", "failed", "TTFT p50", "TTFT p99", "E2E p99", "hit rate",
+            "max/mean", "TTFT p50 vs LB"))
+        for r in rows:
+            ratio = r["ttft_p50"] / base["ttft_p50"] if base and base["ttft_p50"] > 0 else float(
+                "nan")
+            say("  %-14s %8d %6d %9.0fms %9.0fms %9.2fs %8.1f%% %9.2f %13.2fx" % (
+                r["strategy"], r["requests"], r["failed"], r["ttft_p50"] * 1e3,
+                r["ttft_p99"] * 1e3, r["e2e_p99"], 100 * r["hit_rate"], r["max_mean"], ratio))
+        pc = next((r for r in rows if r["strategy"] == "prefix-cache"), None)
+        if workload == "chat" and pc and base:
+            goals = [("TTFT p50 <= 0.5x load-balance", pc["ttft_p50"] <= 0.5 * base["ttft_p50"]),
+                     ("E2E p99 <= load-balance", pc["e2e_p99"] <= base["e2e_p99"]),
+                     ("max/mean in-flight <= 1.5", pc["max_mean"] <= 1.5)]
+            for what, ok in goals:
+                say("  goal %-32s %s" % (what, "PASS" if ok else "MISS"))
+                if not ok:
+                    status = 1
+        say("")
+    say("load average %s at the end" % " ".join(open("/proc/loadavg").read().split()[:3]))
+    with open(os.path.join(OUT, "prefix.csv"), "w") as csv:
+        csv.write("workload,strategy,requests,failed,ttft_p50_s,ttft_p99_s,e2e_p99_s,hit_rate,"
+                  "max_mean_inflight\n")
+        for r in results:
+            csv.write("%s,%s,%d,%d,%.4f,%.4f,%.4f,%.4f,%.3f\n" % (
+                r["workload"], r["strategy"], r["requests"], r["failed"], r["ttft_p50"],
+                r["ttft_p99"], r["e2e_p99"], r["hit_rate"], r["max_mean"]))
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

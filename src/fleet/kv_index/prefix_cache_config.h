@@ -1,0 +1,34 @@
+// `routing.prefix_cache:` (docs/configuration.md): the knobs of prefix-cache routing, and where
+// the bound of a replica's index comes from (its KV cache in blocks).
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+
+namespace switchyard::fleet::kv_index {
+
+struct PrefixCacheParams {
+  uint32_t block_tokens = 16;  // tokens per block, as vLLM's default block size
+  // A replica's KV cache in blocks of block_tokens when neither its `kv_cache_blocks` label nor
+  // a built-in GPU profile for its `gpu` label and model says.
+  uint32_t kv_cache_blocks = 4096;
+  double hot_spot_factor = 1.5;  // routing/prefix_probe.h; 0 turns the guard off
+  uint64_t hash_seed = 0;        // the chain's first seed
+};
+
+// Reads the keys present over `params`; throws ConfigError naming the key on a bad value.
+void parsePrefixCache(const YAML::Node& node, const std::string& where, PrefixCacheParams& params);
+
+// The bound of one replica's index, in blocks of params.block_tokens: its `kv_cache_blocks` label
+// (in the engine's blocks of `block_size` label tokens, default 16), else the KV cache the
+// built-in GPU profile of its `gpu` label (× `tp` label) leaves for `model` (the emulator's own
+// figure, engine/perf_profiles.h), else params.kv_cache_blocks. Off the hot path (once per
+// replica and snapshot); never throws.
+uint32_t replicaKvBlocks(const std::map<std::string, std::string>& labels, std::string_view model,
+                         const PrefixCacheParams& params);
+
+}  // namespace switchyard::fleet::kv_index

@@ -1,0 +1,64 @@
+#include "gateway/prefix_stage.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+namespace switchyard::gateway {
+
+PrefixStage::PrefixStage(const fleet::kv_index::PrefixCacheParams& params)
+    : params_(params), hasher_(params.block_tokens, params.hash_seed) {}
+
+bool PrefixStage::capture(const routing::StrategySpec& spec, std::vector<uint64_t>& blocks) const {
+  blocks.clear();
+  const bool uses = std::any_of(spec.parts().begin(), spec.parts().end(),
+                                [](const routing::StrategyComponent& part) {
+                                  return part.strategy->name() == "prefix-cache";
+                                });
+  if (!uses) return false;
+  const std::span<const uint64_t> chain = hasher_.blocks();
+  blocks.assign(chain.begin(), chain.end());
+  return true;
+}
+
+uint32_t PrefixStage::Probe::matchedBlocks(const fleet::ReplicaState& replica) const {
+  return index_->match(&replica, blocks_);
+}
+
+PrefixStage::Probe PrefixStage::probe(std::span<const uint64_t> blocks) const {
+  Probe probe;
+  probe.index_ = &index_;
+  probe.blocks_ = blocks;
+  probe.total_blocks = static_cast<uint32_t>(blocks.size());
+  probe.block_tokens = params_.block_tokens;
+  probe.hot_spot_factor = params_.hot_spot_factor;
+  return probe;
+}
+
+void PrefixStage::onRouted(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& model,
+                           int chosen, std::span<const uint64_t> blocks) {
+  if (snapshot.version != snapshot_version_) {
+    snapshot_version_ = snapshot.version;
+    std::vector<const void*> live;
+    for (const fleet::ModelEntry& entry : snapshot.models) {
+      for (const fleet::ReplicaEntry& replica : entry.replicas) live.push_back(replica.state.get());
+    }
+    index_.retain(live);
+    const std::unordered_set<const void*> keep(live.begin(), live.end());
+    std::erase_if(kv_blocks_, [&](const auto& known) { return !keep.contains(known.first); });
+  }
+  if (chosen < 0 || static_cast<size_t>(chosen) >= model.replicas.size() || blocks.empty()) {
+    return;
+  }
+  const fleet::ReplicaEntry& replica = model.replicas[static_cast<size_t>(chosen)];
+  const void* key = replica.state.get();
+  auto it = kv_blocks_.find(key);
+  if (it == kv_blocks_.end()) {
+    // Once per replica: the profile lookup is start-up work, not per-request work.
+    it = kv_blocks_
+             .emplace(key, fleet::kv_index::replicaKvBlocks(replica.labels, model.name, params_))
+             .first;
+  }
+  index_.insert(key, blocks, it->second);
+}
+
+}  // namespace switchyard::gateway

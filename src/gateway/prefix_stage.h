@@ -1,0 +1,65 @@
+// PrefixStage: the worker's side of prefix-cache routing (docs/routing.md). It hashes each
+// inspected body's prompt into a block chain (the request inspector feeds it while parsing),
+// keeps the worker's index of what each replica has probably cached, hands the router a probe
+// for one request, and records the chain for the replica a request was routed to.
+//
+// One per worker thread, owned by Worker::Impl; not thread-safe. Requests of one worker
+// interleave at co_await points, so a request keeps its own copy of its chain (capture()) taken
+// before its first co_await after inspection. No allocation per request once warm (the copy
+// reuses the connection's buffer; the index's tables are sized once per replica).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "fleet/fleet_snapshot.h"
+#include "fleet/kv_index/prefix_cache_config.h"
+#include "fleet/kv_index/prefix_index.h"
+#include "fleet/kv_index/prompt_blocks.h"
+#include "routing/prefix_probe.h"
+#include "routing/strategy_spec.h"
+
+namespace switchyard::gateway {
+
+class PrefixStage {
+ public:
+  explicit PrefixStage(const fleet::kv_index::PrefixCacheParams& params);
+
+  // Where the request inspector sends prompt text.
+  api::PromptTextSink* sink() { return &hasher_; }
+
+  // When `spec` uses prefix-cache: copies the chain of the body inspected last into `blocks` and
+  // returns true; else clears `blocks`.
+  bool capture(const routing::StrategySpec& spec, std::vector<uint64_t>& blocks) const;
+
+  // A probe of one request's chain against the index; valid while this stage and `blocks` live.
+  class Probe final : public routing::PrefixProbe {
+   public:
+    uint32_t matchedBlocks(const fleet::ReplicaState& replica) const override;
+
+   private:
+    friend class PrefixStage;
+    const fleet::kv_index::PrefixIndex* index_ = nullptr;
+    std::span<const uint64_t> blocks_;
+  };
+  Probe probe(std::span<const uint64_t> blocks) const;
+
+  // The request was routed to `model.replicas[chosen]`: it will cache the chain there. When
+  // `snapshot` is newer than the last one seen, replicas no longer in it are forgotten first (an
+  // allocation per fleet change, none per request).
+  void onRouted(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& model, int chosen,
+                std::span<const uint64_t> blocks);
+
+  const fleet::kv_index::PrefixIndex& index() const { return index_; }
+
+ private:
+  fleet::kv_index::PrefixCacheParams params_;
+  fleet::kv_index::PromptBlockHasher hasher_;
+  fleet::kv_index::PrefixIndex index_;
+  std::unordered_map<const void*, uint32_t> kv_blocks_;  // per replica, derived once
+  uint64_t snapshot_version_ = 0;
+};
+
+}  // namespace switchyard::gateway

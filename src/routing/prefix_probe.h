@@ -1,0 +1,30 @@
+// PrefixProbe: what prefix-cache routing knows about one request, handed to the router by the
+// gateway worker: the request's prompt as a chain of block hashes, and a way to ask how many of
+// its leading blocks a replica has probably cached (the worker's index, fleet/kv_index/).
+//
+// Built per request by the worker that owns the index; read on the same thread during route().
+// matchedBlocks() must not allocate or block.
+#pragma once
+
+#include <cstdint>
+
+#include "fleet/replica_state.h"
+
+namespace switchyard::routing {
+
+class PrefixProbe {
+ public:
+  // Leading blocks of the request's chain cached on `replica` (0..total_blocks).
+  virtual uint32_t matchedBlocks(const fleet::ReplicaState& replica) const = 0;
+
+  uint32_t total_blocks = 0;   // full blocks in the request's prompt
+  uint32_t block_tokens = 16;  // tokens per block
+  // Hot-spot guard: a candidate holding more than this × its capacity-weighted fair share of the
+  // requests in flight has its match ignored (<= 0: no guard). strategies/prefix_cache.h.
+  double hot_spot_factor = 1.5;
+
+ protected:
+  ~PrefixProbe() = default;
+};
+
+}  // namespace switchyard::routing

@@ -1,0 +1,295 @@
+// Prefix-cache routing: the prompt's block chain, the per-worker index, the strategy's scores
+// and hot-spot guard, the decision rows, and `routing.prefix_cache:`.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "allocation_count.h"
+#include "api/request_inspector.h"
+#include "engine/openai_emulation.h"
+#include "engine/perf_profiles.h"
+#include "fleet/fleet_registry.h"
+#include "fleet/kv_index/prefix_cache_config.h"
+#include "fleet/kv_index/prefix_index.h"
+#include "fleet/kv_index/prompt_blocks.h"
+#include "gateway/config.h"
+#include "routing/prefix_probe.h"
+#include "routing/router.h"
+
+namespace switchyard {
+namespace {
+
+using fleet::kv_index::hashPromptBlocks;
+using fleet::kv_index::PrefixIndex;
+using fleet::kv_index::PromptBlockHasher;
+using fleet::kv_index::ReplicaBlockSet;
+
+std::string text(size_t bytes, char seed) {
+  std::string s(bytes, ' ');
+  for (size_t i = 0; i < bytes; ++i) s[i] = static_cast<char>('a' + (i * 7 + seed) % 26);
+  return s;
+}
+
+TEST(PromptBlocksTest, OnlyFullBlocksAreHashedAndAChainNamesItsWholePrefix) {
+  EXPECT_TRUE(hashPromptBlocks(text(63, 1), 16).empty());  // 16 tokens = 64 bytes
+  const std::string shared = text(640, 1);
+  const auto a = hashPromptBlocks(shared + text(200, 2), 16);
+  const auto b = hashPromptBlocks(shared + text(200, 3), 16);
+  ASSERT_EQ(a.size(), 13u);
+  ASSERT_EQ(b.size(), 13u);
+  for (size_t i = 0; i < 10; ++i) EXPECT_EQ(a[i], b[i]) << i;
+  for (size_t i = 10; i < 13; ++i) EXPECT_NE(a[i], b[i]) << i;
+  // The same block after a different prefix hashes differently: the chain, not the block.
+  const std::string block = text(64, 9);
+  EXPECT_NE(hashPromptBlocks(text(64, 1) + block, 16)[1],
+            hashPromptBlocks(text(64, 2) + block, 16)[1]);
+  // A seed changes every hash.
+  EXPECT_NE(hashPromptBlocks(shared, 16, 1)[0], hashPromptBlocks(shared, 16, 0)[0]);
+}
+
+TEST(PromptBlocksTest, FeedingInPiecesEqualsFeedingAtOnce) {
+  const std::string whole = text(1000, 4);
+  const auto expected = hashPromptBlocks(whole, 8);
+  PromptBlockHasher hasher(8);
+  for (size_t step : {1u, 7u, 31u, 32u, 33u, 100u}) {
+    hasher.reset();
+    for (size_t at = 0; at < whole.size(); at += step) {
+      hasher.text(std::string_view(whole).substr(at, step));
+    }
+    EXPECT_EQ(std::vector<uint64_t>(hasher.blocks().begin(), hasher.blocks().end()), expected)
+        << step;
+  }
+}
+
+TEST(PromptBlocksTest, TheInspectorFeedsChatContentAndCompletionPrompts) {
+  api::RequestInspector inspector;
+  PromptBlockHasher hasher(16);
+  inspector.setPromptSink(&hasher);
+  const std::string system = text(300, 5);
+  const std::string user = text(200, 6);
+  const std::string body = R"({"model":"m","messages":[{"role":"system","content":")" + system +
+                           R"("},{"role":"user","content":[{"type":"text","text":")" + user +
+                           R"("}]}]})";
+  api::InspectedRequest info;
+  ASSERT_EQ(inspector.inspect(body.data(), body.size(), body.size(), info),
+            api::InspectError::kNone);
+  EXPECT_EQ(std::vector<uint64_t>(hasher.blocks().begin(), hasher.blocks().end()),
+            hashPromptBlocks(system + user, 16));
+  const std::string completion = R"({"model":"m","prompt":")" + system + R"("})";
+  ASSERT_EQ(inspector.inspect(completion.data(), completion.size(), completion.size(), info),
+            api::InspectError::kNone);
+  EXPECT_EQ(std::vector<uint64_t>(hasher.blocks().begin(), hasher.blocks().end()),
+            hashPromptBlocks(system, 16));
+  // Embeddings' input is not a prompt to cache.
+  const std::string embed = R"({"model":"m","input":")" + system + R"("})";
+  ASSERT_EQ(inspector.inspect(embed.data(), embed.size(), embed.size(), info),
+            api::InspectError::kNone);
+  EXPECT_TRUE(hasher.blocks().empty());
+}
+
+// The gateway's blocks are the emulator's blocks: same text, same 64-byte boundaries, so a chain
+// the gateway matched is a chain the engine can hit (the hash functions differ).
+TEST(PromptBlocksTest, BlocksAlignWithTheEmulatorsPrefixCache) {
+  const std::string body = R"({"model":"m","messages":[{"role":"system","content":")" +
+                           text(333, 1) + R"("},{"role":"user","content":")" + text(190, 2) +
+                           R"("}]})";
+  std::string engine_body = body;
+  engine::RequestParser parser;
+  const auto parsed = parser.generation(engine::Endpoint::kChatCompletions, engine_body);
+  ASSERT_TRUE(parsed.value.has_value()) << parsed.error;
+  api::RequestInspector inspector;
+  PromptBlockHasher hasher(engine::kPrefixBlockTokens);
+  inspector.setPromptSink(&hasher);
+  api::InspectedRequest info;
+  ASSERT_EQ(inspector.inspect(body.data(), body.size(), body.size(), info),
+            api::InspectError::kNone);
+  EXPECT_EQ(hasher.blockBytes(), engine::kPrefixBlockChars);
+  EXPECT_EQ(hasher.blocks().size(), parsed.value->block_hashes.size());
+  EXPECT_EQ(hasher.blocks().size(), (333u + 190u) / 64u);
+}
+
+TEST(PrefixIndexTest, LongestPrefixStopsAtTheFirstMiss) {
+  ReplicaBlockSet set(1024);
+  const auto a = hashPromptBlocks(text(64 * 10, 1), 16);
+  set.insert(std::span(a).first(6));
+  EXPECT_EQ(set.matchPrefix(a), 6u);
+  const auto other = hashPromptBlocks(text(64 * 10, 2), 16);
+  EXPECT_EQ(set.matchPrefix(other), 0u);
+  PrefixIndex index;
+  int r1 = 0, r2 = 0;
+  index.insert(&r1, a, 1024);
+  EXPECT_EQ(index.match(&r1, a), 10u);
+  EXPECT_EQ(index.match(&r2, a), 0u);
+  // A replica gone from the fleet is forgotten.
+  index.insert(&r2, a, 1024);
+  const void* live[] = {&r2};
+  index.retain(live);
+  EXPECT_EQ(index.replicas(), 1u);
+  EXPECT_EQ(index.match(&r1, a), 0u);
+  EXPECT_EQ(index.match(&r2, a), 10u);
+}
+
+TEST(PrefixIndexTest, BoundedByTheKvCacheAndLeastRecentlyUsedGoFirst) {
+  constexpr uint32_t kCapacity = 64;
+  ReplicaBlockSet set(kCapacity);
+  const auto hot = hashPromptBlocks(text(64 * 8, 1), 16);
+  set.insert(hot);
+  for (int i = 0; i < 40; ++i) {
+    set.insert(hashPromptBlocks(text(64 * 4, static_cast<char>(10 + i)), 16));
+    set.insert(hot);  // used all along: kept
+    EXPECT_LE(set.size(), kCapacity);
+  }
+  EXPECT_EQ(set.matchPrefix(hot), 8u);
+  const auto cold = hashPromptBlocks(text(64 * 8, 2), 16);
+  set.insert(cold);
+  for (int i = 0; i < 40; ++i)
+    set.insert(hashPromptBlocks(text(64 * 4, static_cast<char>(60 + i)), 16));
+  EXPECT_EQ(set.matchPrefix(cold), 0u);  // not used since: evicted
+}
+
+TEST(PrefixIndexTest, NoAllocationOnceWarm) {
+  if (!testing::allocationCounting()) GTEST_SKIP() << "sanitizer build";
+  PrefixIndex index;
+  int replica = 0;
+  const auto chain = hashPromptBlocks(text(64 * 100, 1), 16);
+  index.insert(&replica, chain, 4096);
+  PromptBlockHasher hasher(16);
+  const std::string prompt = text(64 * 100, 1);
+  const testing::AllocationScope scope;
+  for (int i = 0; i < 100; ++i) {
+    hasher.reset();
+    hasher.text(prompt);
+    EXPECT_EQ(index.match(&replica, hasher.blocks()), 100u);
+    index.insert(&replica, hasher.blocks(), 4096);
+  }
+  EXPECT_EQ(scope.count(), 0u);
+}
+
+// A probe with fixed match lengths per replica index.
+class FixedProbe final : public routing::PrefixProbe {
+ public:
+  FixedProbe(const fleet::ModelEntry& model, std::vector<uint32_t> matched)
+      : model_(model), matched_(std::move(matched)) {}
+  uint32_t matchedBlocks(const fleet::ReplicaState& replica) const override {
+    for (size_t i = 0; i < model_.replicas.size(); ++i) {
+      if (model_.replicas[i].state.get() == &replica) return matched_[i];
+    }
+    return 0;
+  }
+
+ private:
+  const fleet::ModelEntry& model_;
+  std::vector<uint32_t> matched_;
+};
+
+class PrefixRoutingTest : public ::testing::Test {
+ protected:
+  void build(int replicas) {
+    fleet::ModelSpec model;
+    model.name = "m";
+    for (int i = 0; i < replicas; ++i) {
+      model.replicas.push_back({"10.0.0.1:" + std::to_string(9000 + i), {}});
+    }
+    registry_.apply({model}, kNsPerSec, "prefix-cache", 1.0);
+    snapshot_ = registry_.latest();
+  }
+  const fleet::ModelEntry& model() const { return snapshot_->models[0]; }
+  void running(int i, int64_t n) { model().replicas[i].state->counters().running.store(n); }
+  routing::Decision decide(std::string_view strategy, const routing::PrefixProbe* probe) {
+    EXPECT_EQ(routing::parseStrategySpec(strategy, spec_), routing::SpecError::kNone);
+    routing::RouteRequest request{&spec_, 5 * kNsPerSec, {}, {}};
+    request.prefix = probe;
+    return routing::route(*snapshot_, model(), request, rng_, scratch_);
+  }
+
+  fleet::FleetRegistry registry_;
+  std::shared_ptr<const fleet::FleetSnapshot> snapshot_;
+  Rng rng_{3};
+  routing::RoutingScratch scratch_;
+  routing::StrategySpec spec_;
+};
+
+TEST_F(PrefixRoutingTest, TheLongestMatchWinsAndEveryRowShowsItsMatch) {
+  build(4);
+  FixedProbe probe(model(), {2, 9, 0, 5});
+  probe.total_blocks = 10;
+  for (int trial = 0; trial < 20; ++trial) {
+    const routing::Decision d = decide("prefix-cache", &probe);
+    EXPECT_EQ(d.chosen, 1);
+    EXPECT_EQ(d.prefix_total_blocks, 10u);
+    EXPECT_EQ(d.prefix_block_tokens, 16u);
+    EXPECT_EQ(d.rows[0].prefix_blocks, 2);
+    EXPECT_EQ(d.rows[1].prefix_blocks, 9);
+    EXPECT_EQ(d.rows[2].prefix_blocks, 0);
+    EXPECT_EQ(d.rows[3].prefix_blocks, 5);
+  }
+}
+
+TEST_F(PrefixRoutingTest, WithoutAMatchLoadDecides) {
+  build(3);
+  running(0, 5);
+  running(1, 0);
+  running(2, 5);
+  FixedProbe probe(model(), {0, 0, 0});
+  probe.total_blocks = 10;
+  EXPECT_EQ(decide("prefix-cache", &probe).chosen, 1);
+  EXPECT_EQ(decide("prefix-cache", nullptr).chosen, 1);
+}
+
+TEST_F(PrefixRoutingTest, TheHotSpotGuardSendsAPopularPrefixElsewhere) {
+  build(4);
+  running(0, 12);  // holds the prefix, and far more than its share
+  FixedProbe probe(model(), {10, 0, 0, 0});
+  probe.total_blocks = 10;
+  const routing::Decision guarded = decide("prefix-cache", &probe);
+  EXPECT_NE(guarded.chosen, 0);
+  EXPECT_EQ(guarded.rows[0].prefix_blocks, 10);  // the match is still shown
+  probe.hot_spot_factor = 0;                     // no guard: the match wins, with 5 : 4
+  EXPECT_EQ(decide("prefix-cache:5,load-balance:4", &probe).chosen, 0);
+  // Within the guard's bound the match wins.
+  running(0, 1);
+  running(1, 1);
+  running(2, 1);
+  running(3, 1);
+  probe.hot_spot_factor = 1.5;
+  EXPECT_EQ(decide("prefix-cache", &probe).chosen, 0);
+}
+
+TEST(PrefixCacheConfigTest, ParsesTheKeysAndRejectsBadValues) {
+  const gateway::GatewayConfig config = gateway::parseConfig(R"(
+routing:
+  prefix_cache:
+    block_tokens: 32
+    kv_cache_blocks: 2000
+    hot_spot_factor: 2
+models: []
+)");
+  EXPECT_EQ(config.prefix_cache.block_tokens, 32u);
+  EXPECT_EQ(config.prefix_cache.kv_cache_blocks, 2000u);
+  EXPECT_EQ(config.prefix_cache.hot_spot_factor, 2.0);
+  EXPECT_THROW(gateway::parseConfig("routing:\n  prefix_cache:\n    block_tokens: 0\nmodels: []\n"),
+               ConfigError);
+  EXPECT_THROW(gateway::parseConfig("routing:\n  prefix_cache:\n    colour: red\nmodels: []\n"),
+               ConfigError);
+}
+
+TEST(PrefixCacheConfigTest, AReplicasIndexIsBoundedByItsKvCache) {
+  fleet::kv_index::PrefixCacheParams params;
+  // A label in the engine's blocks (of 32 tokens here) wins.
+  EXPECT_EQ(fleet::kv_index::replicaKvBlocks({{"kv_cache_blocks", "1000"}, {"block_size", "32"}},
+                                             "llama2-7b", params),
+            2000u);
+  // Else the GPU's profile: what the emulator itself runs with.
+  const engine::PerfConfig a10 =
+      engine::makePerfConfig(engine::builtinProfiles(), "A10", "llama2-7b");
+  EXPECT_EQ(fleet::kv_index::replicaKvBlocks({{"gpu", "A10"}}, "llama2-7b", params),
+            static_cast<uint32_t>(a10.kvCapacityTokens() / 16));
+  // Else the configured default.
+  EXPECT_EQ(fleet::kv_index::replicaKvBlocks({{"gpu", "Z9"}}, "llama2-7b", params), 4096u);
+  EXPECT_EQ(fleet::kv_index::replicaKvBlocks({{"kv_cache_blocks", "x"}}, "m", params), 4096u);
+}
+
+}  // namespace
+}  // namespace switchyard
