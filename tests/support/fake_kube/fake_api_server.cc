@@ -220,6 +220,10 @@ struct FakeApiServer::Impl : std::enable_shared_from_this<FakeApiServer::Impl> {
   int64_t ready_seq = 0;
   std::deque<Event> history;
   std::list<std::shared_ptr<Watcher>> watchers;
+  // Every connection being served, so that the destructor can close them: each serve coroutine
+  // holds the server alive, and a coroutine left suspended in a stopped io_context would keep
+  // it (and the io_context) alive forever.
+  std::list<std::weak_ptr<Stream>> streams;
   std::chrono::milliseconds delay{0};
   bool down = false;
   int fail_lists = 0;
@@ -740,6 +744,8 @@ struct FakeApiServer::Impl : std::enable_shared_from_this<FakeApiServer::Impl> {
   asio::awaitable<void> serve(tcp::socket socket) {
     auto self = shared_from_this();
     auto stream = std::make_shared<Stream>(std::move(socket), ctx);
+    streams.remove_if([](const std::weak_ptr<Stream>& s) { return s.expired(); });
+    streams.push_back(stream);
     beast::get_lowest_layer(*stream).expires_after(std::chrono::seconds(10));
     auto [hec] = co_await stream->async_handshake(ssl::stream_base::server, kTuple);
     if (hec) co_return;
@@ -861,6 +867,9 @@ FakeApiServer::FakeApiServer(Options options) : tls_(makeTlsMaterial()) {
 }
 
 FakeApiServer::~FakeApiServer() {
+  // Let every coroutine end: each connection's holds the server alive, and one left suspended
+  // in a stopped io_context would keep it (and the io_context) alive for good. Once none is
+  // left the io_context runs out of work and its thread returns, dropping its reference.
   impl_->run([&] {
     boost::system::error_code ignored;
     impl_->acceptor.close(ignored);
@@ -868,7 +877,14 @@ FakeApiServer::~FakeApiServer() {
       w->cut = true;
       w->wake->cancel();
     }
+    for (auto& weak : impl_->streams) {
+      if (auto stream = weak.lock()) beast::get_lowest_layer(*stream).socket().close(ignored);
+    }
+    impl_->streams.clear();
   });
+  for (int i = 0; i < 300 && impl_.use_count() > 1; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // bounded: 3 s at most
+  }
   impl_->io.stop();
   impl_->thread.join();
 }
