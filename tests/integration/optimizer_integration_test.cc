@@ -28,6 +28,22 @@ constexpr bool kSanitized = true;
 constexpr bool kSanitized = false;
 #endif
 
+// A client of the test's Redis server; false (and a test failure) when it cannot connect.
+bool connectTo(const RedisServer& server, state::redis::BlockingRedis& redis) {
+  std::string error;
+  const auto url = state::redis::RedisUrl::parse("redis://" + server.address(), &error);
+  const bool connected = url && redis.connect(*url);
+  EXPECT_TRUE(connected) << error << redis.error();
+  return connected;
+}
+
+// Unix time in the given unit (the Redis layouts are stamped in wall-clock time).
+template <typename Unit>
+int64_t unixNow() {
+  return std::chrono::duration_cast<Unit>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 // Runs a switchyard command to completion; its stdout lines joined, nullopt when it failed.
 std::optional<std::string> runCommand(std::vector<std::string> args,
                                       std::chrono::seconds timeout = 120s) {
@@ -321,12 +337,8 @@ TEST(OptimizerIntegrationTest, ServiceReadsTheLoadFromRedisInBothLayouts) {
   Profiles profiles;
   RedisServer redis_server;
   state::redis::BlockingRedis redis;
-  std::string error;
-  ASSERT_TRUE(
-      redis.connect(*state::redis::RedisUrl::parse("redis://" + redis_server.address(), &error)));
-  const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
-                          std::chrono::system_clock::now().time_since_epoch())
-                          .count();
+  ASSERT_TRUE(connectTo(redis_server, redis));
+  const int64_t now = unixNow<std::chrono::seconds>();
   const int64_t start = now - now % 10 - 10;  // the last closed 10 s interval
   observe::LoadInterval interval;
   interval.model = "llama2-7b";
@@ -381,12 +393,8 @@ TEST(OptimizerIntegrationTest, ServiceTakesMinReplicasFromDiscoveryUnlessConfigu
   Profiles profiles;
   RedisServer redis_server;
   state::redis::BlockingRedis redis;
-  std::string error;
-  ASSERT_TRUE(
-      redis.connect(*state::redis::RedisUrl::parse("redis://" + redis_server.address(), &error)));
-  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count();
+  ASSERT_TRUE(connectTo(redis_server, redis));
+  const int64_t now_ms = unixNow<std::chrono::milliseconds>();
   const std::string marks = "sy:marks:{min-replicas}";
   const std::string later = std::to_string(now_ms + 600000);
   ASSERT_TRUE(redis.command({"HSET", marks, "default/llama2-7b-L20", later + " 2",
