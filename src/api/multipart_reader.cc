@@ -90,17 +90,16 @@ MultipartError MultipartReader::start(std::string_view content_type) {
   if (!iequals(media, "multipart/form-data")) return error_ = MultipartError::kNotMultipart;
   std::string_view boundary;
   bool escaped = false;
-  const bool well_formed = semicolon != std::string_view::npos &&
-                           forEachParameter(content_type.substr(semicolon + 1),
-                                            [&](std::string_view key, std::string_view value,
-                                                bool quoted) {
-                                              if (!iequals(key, "boundary") || !boundary.empty()) {
-                                                return;
-                                              }
-                                              boundary = value;
-                                              escaped = quoted && value.find('\\') !=
-                                                                      std::string_view::npos;
-                                            });
+  const bool well_formed =
+      semicolon != std::string_view::npos &&
+      forEachParameter(content_type.substr(semicolon + 1),
+                       [&](std::string_view key, std::string_view value, bool quoted) {
+                         if (!iequals(key, "boundary") || !boundary.empty()) {
+                           return;
+                         }
+                         boundary = value;
+                         escaped = quoted && value.find('\\') != std::string_view::npos;
+                       });
   error_ = MultipartError::kBadBoundary;
   if (!well_formed || escaped || boundary.empty() || boundary.size() > kMaxBoundary ||
       boundary.back() == ' ' || !std::all_of(boundary.begin(), boundary.end(), boundaryChar)) {
@@ -175,16 +174,15 @@ void MultipartReader::headerLine() {
   if (semicolon == std::string_view::npos) return;
   std::string_view name;
   bool named = false;
-  const bool ok = forEachParameter(value.substr(semicolon + 1),
-                                   [&](std::string_view key, std::string_view v, bool) {
-                                     if (iequals(key, "name") && !named) {
-                                       name = v;
-                                       named = true;
-                                     } else if (iequals(key, "filename") ||
-                                                iequals(key, "filename*")) {
-                                       part_is_file_ = true;
-                                     }
-                                   });
+  const bool ok = forEachParameter(
+      value.substr(semicolon + 1), [&](std::string_view key, std::string_view v, bool) {
+        if (iequals(key, "name") && !named) {
+          name = v;
+          named = true;
+        } else if (iequals(key, "filename") || iequals(key, "filename*")) {
+          part_is_file_ = true;
+        }
+      });
   if (!ok) return fail(MultipartError::kMalformedPart);
   if (!named) return;
   part_is_model_ = false;
@@ -199,7 +197,8 @@ void MultipartReader::headerLine() {
       storage_used_ + name.size() + kMaxFieldValue > kFieldStorage) {
     return;
   }
-  std::memcpy(storage_.data() + storage_used_, name.data(), name.size());
+  // An empty name may have no data pointer, which memcpy must not be given.
+  if (!name.empty()) std::memcpy(storage_.data() + storage_used_, name.data(), name.size());
   Field& f = fields_[field_count_];
   f.name_at = static_cast<uint16_t>(storage_used_);
   f.name_size = static_cast<uint16_t>(name.size());

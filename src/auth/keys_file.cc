@@ -1,6 +1,7 @@
 #include "auth/keys_file.h"
 
 #include <fcntl.h>
+#include <simdjson.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
@@ -34,10 +35,27 @@ int64_t perMinute(const YAML::Node& node, const std::string& where) {
   return value;
 }
 
+// Text the file can hold and give back unchanged: UTF-8 without control characters (a model
+// name is matched against the JSON string of a request, which is UTF-8).
+bool printableUtf8(const std::string& text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7f) return false;
+    // U+0080…U+009F, the C1 controls: 0xC2 followed by 0x80…0x9F.
+    if (c == 0xc2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) < 0xa0) {
+      return false;
+    }
+  }
+  return simdjson::validate_utf8(text.data(), text.size());
+}
+
 void requireModels(const std::vector<std::string>& models, const std::string& where) {
   if (models.empty()) throw KeysFileError(where + ": at least one model (or \"*\")");
   for (const std::string& m : models) {
     if (m.empty()) throw KeysFileError(where + ": empty model name");
+    if (!printableUtf8(m)) {
+      throw KeysFileError(where + ": a model name must be UTF-8 without control characters");
+    }
     if (m == kAllModels && models.size() > 1) {
       throw KeysFileError(where + ": \"*\" (every model) cannot be mixed with names");
     }
@@ -59,8 +77,9 @@ KeyRecord parseKey(const YAML::Node& node, size_t index) {
     if (field == "name") {
       key.name = scalarText(value, full);
       if (!validKeyName(key.name)) {
-        throw KeysFileError(full + ": 1 to 64 of A-Z a-z 0-9 . _ -, starting with a letter or "
-                                   "digit");
+        throw KeysFileError(full +
+                            ": 1 to 64 of A-Z a-z 0-9 . _ -, starting with a letter or "
+                            "digit");
       }
       has_name = true;
     } else if (field == "hash") {
@@ -85,6 +104,9 @@ KeyRecord parseKey(const YAML::Node& node, size_t index) {
       key.tpm = perMinute(value, full);
     } else if (field == "created") {
       key.created = scalarText(value, full);
+      if (!printableUtf8(key.created)) {
+        throw KeysFileError(full + ": must be UTF-8 without control characters");
+      }
     } else {
       throw KeysFileError(full + ": unknown field");
     }

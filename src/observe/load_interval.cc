@@ -63,7 +63,9 @@ std::optional<LoadInterval> fromObject(dom::object object, std::string* error) {
         }
         uint64_t p = 0, o = 0, c = 0;
         if (!readCount(triple.at(0), p) || !readCount(triple.at(1), o) ||
-            !readCount(triple.at(2), c) || p >= kPromptBuckets || o >= kOutputBuckets) {
+            !readCount(triple.at(2), c) ||
+            !tokenBucketExists(static_cast<int64_t>(p), kPromptBuckets) ||
+            !tokenBucketExists(static_cast<int64_t>(o), kOutputBuckets)) {
           return fail("a cell's buckets or count are out of range");
         }
         out.cells.push_back({static_cast<int>(p), static_cast<int>(o), c});

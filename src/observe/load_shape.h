@@ -29,7 +29,12 @@ inline int tokenBucket(int64_t tokens, int buckets) {
   return b < buckets ? b : buckets - 1;
 }
 
-// The middle of bucket `b`'s range of token counts.
+// Whether tokenBucket() can return `b`: buckets 4…7 do not exist (octaves start at 2, 4 tokens).
+inline constexpr bool tokenBucketExists(int64_t b, int buckets) {
+  return b >= 0 && b < buckets && (b < 4 || b >= 8);
+}
+
+// The middle of bucket `b`'s range of token counts (`b` one that exists).
 inline double bucketTokens(int b) {
   if (b < 4) return b < 1 ? 1.0 : static_cast<double>(b);
   const int octave = b / 4;

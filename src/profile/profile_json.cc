@@ -193,7 +193,8 @@ ProfileParse parseProfileJson(std::string_view text) {
       }
     } else if (key == "steps") {
       dom::array rows;
-      ok = value.get_array().get(rows) == simdjson::SUCCESS;
+      // A failed get leaves `rows` without a document: it must not be iterated.
+      if (value.get_array().get(rows)) return fail("field 'steps' is malformed");
       for (dom::element row : rows) {
         dom::array cells;
         if (!ok || row.get_array().get(cells)) {

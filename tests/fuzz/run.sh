@@ -4,6 +4,8 @@
 # (build/fuzz/corpus/<target>, where new inputs go). A crash, leak, timeout or out-of-memory
 # in any target fails the run (the others still run); the input is kept in build/fuzz/artifacts/.
 # Prints one line per target: runs, coverage, corpus size.
+# FUZZ_TARGETS="a b": only these targets (names without _fuzz), e.g. to split a campaign over
+# two cores with two runs side by side.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 seconds="${1:-20}"
@@ -13,6 +15,7 @@ status=0
 for binary in "$build"/*_fuzz; do
   [ -x "$binary" ] || continue
   name=$(basename "$binary" _fuzz)
+  if [ -n "${FUZZ_TARGETS:-}" ] && [[ " $FUZZ_TARGETS " != *" $name "* ]]; then continue; fi
   mkdir -p "$build/corpus/$name"
   log="$build/$name.log"
   if "$binary" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \

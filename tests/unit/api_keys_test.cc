@@ -109,9 +109,9 @@ TEST(KeysFileTest, ErrorsNameTheField) {
   EXPECT_NE(error("hash_key: zz\n").find("hash_key"), std::string::npos);
   EXPECT_NE(error(hk + "keys:\n  - {name: a, hash: " + h + "}\n").find("keys[0].models"),
             std::string::npos);
-  EXPECT_NE(error(hk + "keys:\n  - {name: 'a b', hash: " + h + ", models: [m]}\n")
-                .find("keys[0].name"),
-            std::string::npos);
+  EXPECT_NE(
+      error(hk + "keys:\n  - {name: 'a b', hash: " + h + ", models: [m]}\n").find("keys[0].name"),
+      std::string::npos);
   EXPECT_NE(error(hk + "keys:\n  - {name: a, hash: " + h + ", models: [m], rpm: -1}\n")
                 .find("keys[0].rpm"),
             std::string::npos);
@@ -125,10 +125,27 @@ TEST(KeysFileTest, ErrorsNameTheField) {
                   std::string(64, 'c') + ", models: [m]}\n")
                 .find("duplicate key name a"),
             std::string::npos);
-  EXPECT_NE(error(hk + "keys:\n  - {name: a, hash: " + h + ", models: [m]}\n  - {name: b, hash: " +
-                  h + ", models: [m]}\n")
+  EXPECT_NE(error(hk + "keys:\n  - {name: a, hash: " + h +
+                  ", models: [m]}\n  - {name: b, hash: " + h + ", models: [m]}\n")
                 .find("listed twice"),
             std::string::npos);
+  // Text that could not be written back unchanged (found by the keys_file fuzz target).
+  EXPECT_NE(error(hk + "keys:\n  - {name: a, hash: " + h +
+                  ", models: [\"m\x9b"
+                  "x\"]}\n")
+                .find("UTF-8"),
+            std::string::npos);
+  EXPECT_NE(
+      error(hk + "keys:\n  - {name: a, hash: " + h + ", models: [\"m\\x9bx\"]}\n").find("UTF-8"),
+      std::string::npos);
+  EXPECT_NE(error(hk + "keys:\n  - {name: a, hash: " + h + ", models: [\"m\\tx\"]}\n")
+                .find("control characters"),
+            std::string::npos);
+  EXPECT_NE(error(hk + "keys:\n  - {name: a, hash: " + h + ", models: [m], created: \"\\x01\"}\n")
+                .find("keys[0].created"),
+            std::string::npos);
+  EXPECT_EQ(error(hk + "keys:\n  - {name: a, hash: " + h + ", models: [\"modèle-7b\"]}\n"),
+            "no error");
   EXPECT_NE(error("[1, 2]").find("top level"), std::string::npos);
   EXPECT_NE(error("{").find("invalid YAML"), std::string::npos);
   EXPECT_EQ(error(hk + "keys:\n"), "no error");

@@ -122,7 +122,9 @@ TEST(LoadIntervalTest, BothLayoutsRoundTrip) {
   EXPECT_EQ(observe::aibrixTraceKey("m", 990), "aibrix:m_request_trace_990");
   EXPECT_EQ(observe::switchyardLoadKey("sy", "m", 990), "sy:{m}:load:990");
   for (const char* bad :
-       {"", "[]", R"({"cells":[[1,2]]})", R"({"interval_s":0})", R"({"cells":[[999,1,1]]})"}) {
+       {"", "[]", R"({"cells":[[1,2]]})", R"({"interval_s":0})", R"({"cells":[[999,1,1]]})",
+        // Buckets 4…7 do not exist (found by the optimizer_load fuzz target).
+        R"({"interval_s":10,"cells":[[5,1,1]]})", R"({"interval_s":10,"cells":[[1,7,1]]})"}) {
     EXPECT_FALSE(observe::parseLoadIntervalJson(bad, &error)) << bad;
   }
   EXPECT_FALSE(observe::parseAibrixTrace(R"({"a:b":1})", "m", 0, &error));
