@@ -3,7 +3,7 @@ JOBS ?= $(shell nproc)
 
 .PHONY: deps build build-debug test test-release test-debug tsan demo bench bench-faults \
 	bench-hetero bench-stampede bench-sim bench-optimizer bench-chaos bench-control-plane bench-slo \
-	bench-scaledown fuzz-smoke fuzz-campaign bench-tls clean
+	bench-scaledown fuzz-smoke fuzz-campaign bench-tls bench-connections clean
 
 deps:
 	bash scripts/install-deps.sh
@@ -100,6 +100,13 @@ fuzz-campaign: deps
 # The TLS proxy overhead against nginx terminating TLS the same way (docs/benchmarks.md).
 bench-tls: build
 	BENCH_TLS=1 bash bench/e2e/proxy_overhead.sh
+
+# Idle keep-alive connections (memory per connection) and concurrent streams (CPU per streamed
+# event) through one gateway worker next to one nginx worker, in front of 24 emulated replicas.
+# About 4 min; CONN_* knobs: see bench/e2e/connections.py. Needs an open-files hard limit of
+# at least 16,000.
+bench-connections: build
+	python3 bench/e2e/connections.py
 
 # The chaos soak: 3 gateways sharing Redis, 6 engine processes, steady load and a chaos event every
 # few seconds (crash, hang, Redis restart, gateway restart, replica removed/added). 10 min;

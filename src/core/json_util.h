@@ -12,9 +12,12 @@ namespace switchyard::json {
 
 namespace dom = simdjson::dom;
 
-// A JSON number as double (integers included); false for anything else.
+// A JSON number as double (integers included); false for anything else. -0 reads as 0, so that
+// what is read writes back the same way.
 inline bool number(dom::element e, double& out) {
-  return e.get_double().get(out) == simdjson::SUCCESS;
+  if (e.get_double().get(out) != simdjson::SUCCESS) return false;
+  out += 0.0;  // -0 + 0 = +0
+  return true;
 }
 
 // An array of numbers; false (with `out` unspecified) for anything else.

@@ -149,7 +149,7 @@ std::string renderFleetJson(const fleet::FleetSnapshot& snapshot, TimeNs now,
       out.append(R"(},"capacity":{)");
       appendLearned(out, capacity.decode, capacity.prefill, capacity.slowdown);
       fmt::format_to(std::back_inserter(out), R"(,"unit":"{}"}},)",
-                     capacity.tokenless ? "requests/s" : "tokens/s");
+                     capacity.tokenless ? "units/s" : "tokens/s");
       // Lower wins; null when excluded or +Inf ("pass over").
       appendSignal(out, "score", std::isfinite(scores[r]) ? scores[r] : std::nan(""));
       // Slow start: how far into its ramp the replica is, and the load it is carrying for it.

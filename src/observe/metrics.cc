@@ -440,7 +440,7 @@ std::string MetricsRegistry::render(const fleet::FleetSnapshot& snapshot, TimeNs
       {"switchyard_replica_kv_cache_usage_ratio",
        "Engine-reported KV cache usage 0..1 (absent while unknown or stale)."},
       {"switchyard_replica_capacity_decode",
-       "Learned decode capacity: output tokens/s (requests/s for tokenless work)."},
+       "Learned decode capacity: output tokens/s (work units/s for tokenless work)."},
       {"switchyard_replica_capacity_prefill", "Learned prefill capacity: prompt tokens/s."},
       {"switchyard_replica_signal_age_seconds",
        "Age of the last successful telemetry read (absent if never read)."},

@@ -147,7 +147,7 @@ TEST_F(EndpointsTest, RerankCapacityIsLearnedPerDocument) {
         ++requests;
         EXPECT_EQ(r.status, 200) << r.body;
         const std::string capacity = fleetField(gateway_->port(1), replica, "capacity");
-        if (capacity.find("\"unit\":\"requests/s\"") == std::string::npos) return false;
+        if (capacity.find("\"unit\":\"units/s\"") == std::string::npos) return false;
         simdjson::dom::parser p;
         return p.parse(capacity)["decode"].get_double().get(decode) == simdjson::SUCCESS &&
                decode > 0;

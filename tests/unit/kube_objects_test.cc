@@ -54,7 +54,8 @@ TEST(KubeObjects, DeletionTimestampAndNotReady) {
   PodInfo pod;
   ASSERT_TRUE(parsePod(R"({"metadata":{"name":"p","deletionTimestamp":"2025-01-01T00:00:00Z",
       "deletionGracePeriodSeconds":30},"status":{"conditions":[{"type":"Ready","status":"False"}]}})",
-                       pod).ok());
+                       pod)
+                  .ok());
   EXPECT_TRUE(pod.deleting);
   EXPECT_EQ(pod.deletion_grace_seconds, 30);
   EXPECT_FALSE(pod.ready);
@@ -65,7 +66,9 @@ TEST(KubeObjects, DeletionTimestampAndNotReady) {
 TEST(KubeObjects, DeploymentOfAReplicaSetWithoutHashLabel) {
   PodInfo pod;
   ASSERT_TRUE(parsePod(R"({"metadata":{"name":"p","ownerReferences":[{"kind":"ReplicaSet",
-      "name":"rs-1","controller":true}]}})", pod).ok());
+      "name":"rs-1","controller":true}]}})",
+                       pod)
+                  .ok());
   EXPECT_EQ(pod.deployment(), "rs-1");
 }
 
@@ -73,7 +76,9 @@ TEST(KubeObjects, ParsesADeployment) {
   DeploymentInfo d;
   ASSERT_TRUE(parseDeployment(R"({"kind":"Deployment","metadata":{"name":"llama-l20",
       "namespace":"llm","resourceVersion":"7","labels":{"model.aibrix.ai/min_replicas":"1"}},
-      "spec":{"replicas":4},"status":{"readyReplicas":3}})", d).ok());
+      "spec":{"replicas":4},"status":{"readyReplicas":3}})",
+                              d)
+                  .ok());
   EXPECT_EQ(d.key(), "llm/llama-l20");
   EXPECT_EQ(d.replicas, 4);
   EXPECT_EQ(d.ready_replicas, 3);
@@ -85,41 +90,48 @@ TEST(KubeObjects, ParsesADeployment) {
 TEST(KubeObjects, ParsesAListPage) {
   ListPage page;
   const std::string list = R"({"kind":"PodList","metadata":{"resourceVersion":"99","continue":"c1"},
-      "items":[)" + std::string(kPod) + "," + std::string(kPod) + "]}";
+      "items":[)" + std::string(kPod) +
+                           "," + std::string(kPod) + "]}";
   ASSERT_TRUE(parseList(list, ResourceKind::kPod, page).ok());
   EXPECT_EQ(page.resource_version, "99");
   EXPECT_EQ(page.continue_token, "c1");
   EXPECT_EQ(page.pods.size(), 2u);
   ASSERT_TRUE(parseList(R"({"metadata":{"resourceVersion":"5"},"items":null})",
-                        ResourceKind::kDeployment, page).ok());
+                        ResourceKind::kDeployment, page)
+                  .ok());
   EXPECT_TRUE(page.deployments.empty());
 }
 
 TEST(KubeObjects, ParsesWatchEvents) {
   WatchEvent event;
   ASSERT_TRUE(parseWatchEvent(R"({"type":"MODIFIED","object":)" + std::string(kPod) + "}",
-                              ResourceKind::kPod, event).ok());
+                              ResourceKind::kPod, event)
+                  .ok());
   EXPECT_EQ(event.type, WatchEventType::kModified);
   ASSERT_TRUE(event.pod.has_value());
   EXPECT_EQ(event.resource_version, "4242");
 
   ASSERT_TRUE(parseWatchEvent(R"({"type":"BOOKMARK","object":{"kind":"Pod","apiVersion":"v1",
       "metadata":{"resourceVersion":"12746","annotations":{"k8s.io/initial-events-end":"true"}}}})",
-                              ResourceKind::kPod, event).ok());
+                              ResourceKind::kPod, event)
+                  .ok());
   EXPECT_EQ(event.type, WatchEventType::kBookmark);
   EXPECT_EQ(event.resource_version, "12746");
   EXPECT_FALSE(event.pod.has_value());
 
   ASSERT_TRUE(parseWatchEvent(R"json({"type":"ERROR","object":{"kind":"Status","apiVersion":"v1",
       "status":"Failure","message":"too old resource version: 1 (5)","reason":"Expired",
-      "code":410}})json", ResourceKind::kPod, event).ok());
+      "code":410}})json",
+                              ResourceKind::kPod, event)
+                  .ok());
   EXPECT_EQ(event.type, WatchEventType::kError);
   EXPECT_EQ(event.status_code, 410);
   EXPECT_EQ(event.message, "too old resource version: 1 (5)");
 
   ASSERT_TRUE(parseWatchEvent(R"({"type":"DELETED","object":{"metadata":{"name":"d",
       "namespace":"n","resourceVersion":"8"},"spec":{"replicas":0}}})",
-                              ResourceKind::kDeployment, event).ok());
+                              ResourceKind::kDeployment, event)
+                  .ok());
   EXPECT_EQ(event.type, WatchEventType::kDeleted);
   ASSERT_TRUE(event.deployment.has_value());
   EXPECT_EQ(event.deployment->replicas, 0);
@@ -188,12 +200,22 @@ TEST(KubeObjects, ListErrorsAndLimits) {
   ListPage page;
   EXPECT_EQ(parseList(R"({"items":[]})", ResourceKind::kPod, page).error,
             KubeParseError::kMissingField);
-  EXPECT_EQ(parseList(R"({"metadata":{"resourceVersion":"1"},"items":{}})", ResourceKind::kPod,
-                      page).error,
-            KubeParseError::kWrongType);
+  // An empty resourceVersion cannot be watched from, an unnamed Pod is no replica (both found
+  // by the kube_objects fuzz target).
+  EXPECT_EQ(parseList(R"({"metadata":{"resourceVersion":""},"items":[]})", ResourceKind::kPod, page)
+                .error,
+            KubeParseError::kMissingField);
+  PodInfo unnamed;
+  EXPECT_EQ(parsePod(R"({"kind":"Pod","metadata":{"name":""}})", unnamed).error,
+            KubeParseError::kMissingField);
+  EXPECT_EQ(
+      parseList(R"({"metadata":{"resourceVersion":"1"},"items":{}})", ResourceKind::kPod, page)
+          .error,
+      KubeParseError::kWrongType);
   // One bad item fails the page: a store is never half-replaced.
   EXPECT_EQ(parseList(R"({"metadata":{"resourceVersion":"1"},"items":[{"metadata":{}}]})",
-                      ResourceKind::kPod, page).error,
+                      ResourceKind::kPod, page)
+                .error,
             KubeParseError::kMissingField);
   const std::string huge(kMaxObjectBytes + 1, ' ');
   WatchEvent event;
@@ -210,7 +232,9 @@ TEST(KubeObjects, StatusAndNodeLabels) {
   EXPECT_FALSE(parseStatus("<html>", code, message));
   std::map<std::string, std::string> labels;
   ASSERT_TRUE(parseNodeLabels(R"({"metadata":{"name":"n","labels":{"nvidia.com/gpu.product":
-      "NVIDIA-A100-SXM4-80GB"}}})", labels).ok());
+      "NVIDIA-A100-SXM4-80GB"}}})",
+                              labels)
+                  .ok());
   EXPECT_EQ(labels.at("nvidia.com/gpu.product"), "NVIDIA-A100-SXM4-80GB");
 }
 

@@ -157,6 +157,19 @@ TEST(ProfileJsonTest, RoundTripKeepsEveryField) {
   EXPECT_DOUBLE_EQ(q.maxRate(256, 16), p.maxRate(256, 16));
 }
 
+// A -0 in a profile reads as 0, so the profile writes back the way it reads (found by the
+// profile_json fuzz target: "-0" was written, then read back as the integer 0).
+TEST(ProfileJsonTest, NegativeZeroReadsAsZero) {
+  const std::string text = R"({"gpu":"a","tputs":[[1,-0.0],[2,3]],"indexes":[[16,32],[128,256]]})";
+  ProfileParse parsed = parseProfileJson(text);
+  ASSERT_TRUE(parsed.profile) << parsed.error;
+  EXPECT_FALSE(std::signbit(parsed.profile->tputs[0][1]));
+  const std::string once = profileToJson(*parsed.profile);
+  ProfileParse again = parseProfileJson(once);
+  ASSERT_TRUE(again.profile) << again.error;
+  EXPECT_EQ(profileToJson(*again.profile), once);
+}
+
 TEST(ProfileJsonTest, ImportsAnAibrixProfile) {
   // AIBrix's shape: `gpu` names the deployment, indexes are token counts (floats allowed),
   // slos in seconds with a percentile, mean e2e matrix, no steps.

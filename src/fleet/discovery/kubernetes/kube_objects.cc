@@ -42,13 +42,18 @@ ParseStatus stringField(const object& obj, std::string_view key, std::string_vie
   if (value.get(text) != simdjson::SUCCESS) {
     return fail(KubeParseError::kWrongType, fmt::format("{}.{}: not a string", where, key));
   }
+  // A required name or version that is empty names nothing (an unnamed Pod would be a replica
+  // without an identity; an empty list version would watch "from any point").
+  if (required && text.empty()) {
+    return fail(KubeParseError::kMissingField, fmt::format("{}.{}: empty", where, key));
+  }
   out.assign(text);
   return {};
 }
 
 // Member `key` as an integer within [lo, hi]; absent or null leaves `out` unchanged.
-ParseStatus intField(const object& obj, std::string_view key, std::string_view where,
-                     int64_t lo, int64_t hi, int64_t& out) {
+ParseStatus intField(const object& obj, std::string_view key, std::string_view where, int64_t lo,
+                     int64_t hi, int64_t& out) {
   element value;
   if (obj.at_key(key).get(value) != simdjson::SUCCESS || value.is_null()) return {};
   int64_t n = 0;
@@ -108,8 +113,8 @@ ParseStatus parseMetadata(const object& root, std::string_view where, Metadata& 
   std::string deletion;
   if (ParseStatus s = stringField(*meta, "deletionTimestamp", mwhere, deletion); !s.ok()) return s;
   m.deleting = !deletion.empty();
-  if (ParseStatus s = intField(*meta, "deletionGracePeriodSeconds", mwhere, 0, int64_t{1} << 40,
-                               m.grace);
+  if (ParseStatus s =
+          intField(*meta, "deletionGracePeriodSeconds", mwhere, 0, int64_t{1} << 40, m.grace);
       !s.ok()) {
     return s;
   }
@@ -192,20 +197,18 @@ ParseStatus parsePodElement(element root_element, PodInfo& out) {
         for (element port : port_list) {
           object p;
           if (port.get(p) != simdjson::SUCCESS) {
-            return fail(KubeParseError::kWrongType,
-                        "pod.spec.containers[].ports[]: not an object");
+            return fail(KubeParseError::kWrongType, "pod.spec.containers[].ports[]: not an object");
           }
           ContainerPort entry;
           int64_t number = 0;
-          if (ParseStatus s = intField(p, "containerPort", "pod.spec.containers[].ports[]", 1,
-                                       65535, number);
+          if (ParseStatus s =
+                  intField(p, "containerPort", "pod.spec.containers[].ports[]", 1, 65535, number);
               !s.ok()) {
             return s;
           }
           if (number == 0) continue;  // no containerPort: nothing to connect to
           entry.port = static_cast<int>(number);
-          if (ParseStatus s = stringField(p, "name", "pod.spec.containers[].ports[]",
-                                          entry.name);
+          if (ParseStatus s = stringField(p, "name", "pod.spec.containers[].ports[]", entry.name);
               !s.ok()) {
             return s;
           }
@@ -241,8 +244,8 @@ ParseStatus parsePodElement(element root_element, PodInfo& out) {
           return s;
         }
         out.ready = value == "True";
-        if (ParseStatus s = stringField(c, "lastTransitionTime", "pod.status.conditions[]",
-                                        out.ready_since);
+        if (ParseStatus s =
+                stringField(c, "lastTransitionTime", "pod.status.conditions[]", out.ready_since);
             !s.ok()) {
           return s;
         }
@@ -268,8 +271,7 @@ ParseStatus parseDeploymentElement(element root_element, DeploymentInfo& out) {
   std::optional<object> spec;
   if (ParseStatus s = optionalObject(root, "spec", "deployment", spec); !s.ok()) return s;
   if (spec) {
-    if (ParseStatus s = intField(*spec, "replicas", "deployment.spec", 0, 1'000'000,
-                                 out.replicas);
+    if (ParseStatus s = intField(*spec, "replicas", "deployment.spec", 0, 1'000'000, out.replicas);
         !s.ok()) {
       return s;
     }
@@ -356,8 +358,8 @@ ParseStatus parseList(std::string_view json, ResourceKind kind, ListPage& out) {
   std::optional<object> meta;
   if (ParseStatus s = optionalObject(root, "metadata", "list", meta); !s.ok()) return s;
   if (!meta) return fail(KubeParseError::kMissingField, "list.metadata: required");
-  if (ParseStatus s = stringField(*meta, "resourceVersion", "list.metadata",
-                                  out.resource_version, true);
+  if (ParseStatus s =
+          stringField(*meta, "resourceVersion", "list.metadata", out.resource_version, true);
       !s.ok()) {
     return s;
   }
@@ -405,8 +407,7 @@ ParseStatus parseWatchEvent(std::string_view line, ResourceKind kind, WatchEvent
     return fail(KubeParseError::kBadValue, "event.type: unknown type '" + type + "'");
   }
   element object_element;
-  if (root.at_key("object").get(object_element) != simdjson::SUCCESS ||
-      object_element.is_null()) {
+  if (root.at_key("object").get(object_element) != simdjson::SUCCESS || object_element.is_null()) {
     return fail(KubeParseError::kMissingField, "event.object: required");
   }
   object obj;
@@ -437,8 +438,7 @@ ParseStatus parseWatchEvent(std::string_view line, ResourceKind kind, WatchEvent
     if (ParseStatus s = parsePodElement(object_element, out.pod.emplace()); !s.ok()) return s;
     out.resource_version = out.pod->resource_version;
   } else {
-    if (ParseStatus s = parseDeploymentElement(object_element, out.deployment.emplace());
-        !s.ok()) {
+    if (ParseStatus s = parseDeploymentElement(object_element, out.deployment.emplace()); !s.ok()) {
       return s;
     }
     out.resource_version = out.deployment->resource_version;
