@@ -9,8 +9,11 @@
 #
 # Environment (bench/e2e/prefix.py): PREFIX_GPUS=A10,A10,A10,A10,L20,L20,L20,L20
 #   PREFIX_SECONDS=40 PREFIX_WARMUP=5 PREFIX_SEED=7 PREFIX_CHAT_USERS=40 PREFIX_SYSTEM_USERS=40
-#   PREFIX_RAG_USERS=40 PREFIX_WORKLOADS=chat,system,rag
-#   PREFIX_STRATEGIES=least-request,load-balance,session,prefix-cache
+#   PREFIX_RAG_USERS=40 PREFIX_WORKLOADS=chat,system,rag (add llmd: llm-d's shape, groups sharing a
+#   6,000-token context with 1,200-token questions; PREFIX_LLMD_GROUPS=0 (3/4 of the fleet's KV)
+#   PREFIX_LLMD_USERS=4 per group)
+#   PREFIX_STRATEGIES=least-request,load-balance,session,prefix-cache,prefix-cache-precise
+#   (prefix-cache-precise: the engines publish KV events and the gateway routes on them)
 #   PREFIX_WORKERS=1 (gateway workers: each learns its own index)
 #   PREFIX_OUT=build/bench-prefix SWITCHYARD=build/release/switchyard
 set -euo pipefail
