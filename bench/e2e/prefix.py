@@ -19,7 +19,7 @@ once per strategy on a fresh engine and gateway with the same seeded users:
           that context plus a new ~1,200-token question. The default group count makes the
           contexts need about three quarters of the fleet's KV cache (read from the engines'
           vllm:cache_config_info num_gpu_blocks). Reported besides: TTFT p90 and throughput
-          (requests completed per second after the warm-up). Not in the default workload list.
+          (requests completed per second after the warm-up).
 
 Strategies (PREFIX_STRATEGIES): least-request, load-balance, session (load-balance with the
 x-session-id header: the gateway pins each conversation / user to the replica of its first
@@ -54,12 +54,12 @@ SEED = int(os.environ.get("PREFIX_SEED", "7"))
 CHAT_USERS = int(os.environ.get("PREFIX_CHAT_USERS", "40"))
 SYSTEM_USERS = int(os.environ.get("PREFIX_SYSTEM_USERS", "40"))
 RAG_USERS = int(os.environ.get("PREFIX_RAG_USERS", "40"))
-WORKLOADS = os.environ.get("PREFIX_WORKLOADS", "chat,system,rag").split(",")
+WORKLOADS = os.environ.get("PREFIX_WORKLOADS", "chat,system,rag,llmd").split(",")
 STRATEGIES = os.environ.get("PREFIX_STRATEGIES",
                             "least-request,load-balance,session,prefix-cache,"
                             "prefix-cache-precise").split(",")
 LLMD_GROUPS = int(os.environ.get("PREFIX_LLMD_GROUPS", "0"))  # 0: 3/4 of the fleet's KV cache
-LLMD_USERS = int(os.environ.get("PREFIX_LLMD_USERS", "4"))
+LLMD_USERS = int(os.environ.get("PREFIX_LLMD_USERS", "2"))
 # Gateway workers: each learns its own index (docs/routing.md), so more workers see less.
 WORKERS = int(os.environ.get("PREFIX_WORKERS", "1"))
 MODEL = "llama2-7b"
