@@ -57,8 +57,9 @@ bench-stampede: build
 bench-slo: build
 	bash bench/e2e/slo.sh
 
-# Prefix-cache routing against least-request, load-balance and session affinity on 8 emulated
-# replicas (A10 + L20): multi-turn chats, shared system prompts, RAG. About 12 min; table, CSV
+# Prefix-cache routing (approximate and precise, from KV events) against least-request,
+# load-balance and session affinity on 8 emulated replicas (A10 + L20): multi-turn chats, shared
+# system prompts, RAG, llm-d's shared-context shape. About 25 min; table, CSV
 # and PNG in build/bench-prefix/. PREFIX_* knobs: see bench/e2e/prefix.sh.
 .PHONY: bench-prefix
 bench-prefix: build

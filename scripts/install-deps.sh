@@ -11,6 +11,9 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libglpk-dev  # the GPU-mix optimizer's MILP solver
   libsodium-dev  # API keys stored as keyed BLAKE2b digests
+  # KV-cache events (ZMQ PUB/SUB + ROUTER replay) from the engines and the emulator. Not
+  # libmsgpack-dev: it pulls libboost-dev 1.74, which conflicts with libboost1.81-dev.
+  libzmq3-dev
   clang libclang-rt-14-dev  # libFuzzer targets (make fuzz-smoke)
   redis-server nginx-light wrk curl python3 gnuplot-nox
   prometheus chromium  # promtool checks /metrics; headless chromium tests the dashboard

@@ -14,9 +14,17 @@ once per strategy on a fresh engine and gateway with the same seeded users:
   rag     retrieval-augmented prompts repeating a small set of documents: 16 documents of ~800
           tokens, each request two of them (the first Zipf-like) plus a question.
 
+  llmd    llm-d's published shape scaled to this fleet: PREFIX_LLMD_GROUPS groups of
+          PREFIX_LLMD_USERS users; each group shares a ~6,000-token context and every request is
+          that context plus a new ~1,200-token question. The default group count makes the
+          contexts need about three quarters of the fleet's KV cache (read from the engines'
+          vllm:cache_config_info num_gpu_blocks). Reported besides: TTFT p90 and throughput
+          (requests completed per second after the warm-up).
+
 Strategies (PREFIX_STRATEGIES): least-request, load-balance, session (load-balance with the
 x-session-id header: the gateway pins each conversation / user to the replica of its first
-request), prefix-cache (approximate). Per workload and strategy: TTFT p50/p99 (time to the first
+request), prefix-cache (approximate: `routing.prefix_cache.mode: approximate`),
+prefix-cache-precise (the engines publish KV events, `mode: precise`: docs/routing.md). Per workload and strategy: TTFT p50/p99 (time to the first
 content token of a streamed answer), E2E p99, the engines' prefix-cache hit rate (hits ÷ queried
 tokens, vllm:prefix_cache_*), and max ÷ mean in-flight across replicas (each engine's running +
 waiting, sampled every 0.25 s, averaged over the samples with any load). Ratios against
@@ -46,9 +54,12 @@ SEED = int(os.environ.get("PREFIX_SEED", "7"))
 CHAT_USERS = int(os.environ.get("PREFIX_CHAT_USERS", "40"))
 SYSTEM_USERS = int(os.environ.get("PREFIX_SYSTEM_USERS", "40"))
 RAG_USERS = int(os.environ.get("PREFIX_RAG_USERS", "40"))
-WORKLOADS = os.environ.get("PREFIX_WORKLOADS", "chat,system,rag").split(",")
+WORKLOADS = os.environ.get("PREFIX_WORKLOADS", "chat,system,rag,llmd").split(",")
 STRATEGIES = os.environ.get("PREFIX_STRATEGIES",
-                            "least-request,load-balance,session,prefix-cache").split(",")
+                            "least-request,load-balance,session,prefix-cache,"
+                            "prefix-cache-precise").split(",")
+LLMD_GROUPS = int(os.environ.get("PREFIX_LLMD_GROUPS", "0"))  # 0: 3/4 of the fleet's KV cache
+LLMD_USERS = int(os.environ.get("PREFIX_LLMD_USERS", "2"))
 # Gateway workers: each learns its own index (docs/routing.md), so more workers see less.
 WORKERS = int(os.environ.get("PREFIX_WORKERS", "1"))
 MODEL = "llama2-7b"
@@ -182,29 +193,82 @@ class Rag:
         return payload, "u%d" % self.uid, self.rng.uniform(0.2, 1.0)
 
 
+class Llmd:
+    """llm-d's shape: a group's users share a 6,000-token context; 1,200-token questions."""
+    CONTEXTS = None
+    GROUPS = 1
+
+    def __init__(self, rng, uid):
+        self.rng, self.uid = rng, uid
+        self.group = uid % Llmd.GROUPS
+        if Llmd.CONTEXTS is None:
+            prng = random.Random(SEED + 700)
+            # "wNNNNN " is 7 bytes: 3,430 words are ~24,000 bytes = ~6,000 tokens at 4 bytes each.
+            Llmd.CONTEXTS = ["Context %d. " % k + words(prng, 3430, 3430)
+                             for k in range(Llmd.GROUPS)]
+
+    def next(self):
+        content = Llmd.CONTEXTS[self.group] + "\nQuestion: " + words(self.rng, 686, 686)
+        payload = {"model": MODEL, "stream": True, "max_tokens": self.rng.randint(32, 128),
+                   "messages": [{"role": "user", "content": content}]}
+        return payload, "g%d-u%d" % (self.group, self.uid), self.rng.uniform(0.2, 1.0)
+
+
 USERS = {"chat": (Chat, CHAT_USERS), "system": (SystemPrompt, SYSTEM_USERS),
-         "rag": (Rag, RAG_USERS)}
+         "rag": (Rag, RAG_USERS), "llmd": (Llmd, 0)}
+
+
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def start_fleet(strategy):
+    precise = strategy == "prefix-cache-precise"
+    events = [(free_port(), free_port()) if precise else None for _ in GPUS]
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
         for i, gpu in enumerate(GPUS):
-            f.write("- {gpu: %s, model: %s, seed: %d}\n" % (gpu, MODEL, i + 1))
+            extra = (", kv_events_endpoint: 'tcp://127.0.0.1:%d', kv_events_replay_endpoint: "
+                     "'tcp://127.0.0.1:%d'" % events[i]) if precise else ""
+            f.write("- {gpu: %s, model: %s, seed: %d%s}\n" % (gpu, MODEL, i + 1, extra))
         replicas_file = f.name
     engine, ports = start(["engine", "--replicas", replicas_file])
     os.unlink(replicas_file)
-    lines = "".join("      - address: 127.0.0.1:%d\n        labels: { gpu: %s }\n" % (p, g)
-                    for p, g in zip(ports, GPUS))
-    name = "load-balance" if strategy == "session" else strategy
+    lines = ""
+    for p, g, e in zip(ports, GPUS, events):
+        labels = "gpu: %s" % g
+        if e:
+            labels += (", kv_events: 'tcp://127.0.0.1:%d', kv_events_replay: 'tcp://127.0.0.1:%d'"
+                       % e)
+        lines += "      - address: 127.0.0.1:%d\n        labels: { %s }\n" % (p, labels)
+    name = {"session": "load-balance", "prefix-cache-precise": "prefix-cache"}.get(strategy,
+                                                                                  strategy)
+    mode = "precise" if precise else "approximate"
     config = ("listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nworkers: %d\n"
+              "routing:\n  prefix_cache: { mode: %s }\n"
               "models:\n  - name: %s\n    routing_strategy: %s\n    replicas:\n%s"
-              % (WORKERS, MODEL, name, lines))
+              % (WORKERS, mode, MODEL, name, lines))
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
         f.write(config)
         config_file = f.name
     gateway, gports = start(["gateway", "--config", config_file])
     os.unlink(config_file)
     return engine, ports, gateway, gports
+
+
+def fleet_kv_tokens():
+    """The fleet's KV cache in tokens, from the emulator's own profile table (its KV column)."""
+    import subprocess
+    table = subprocess.run([BIN, "engine", "--model", MODEL, "--profile-table"],
+                           capture_output=True, text=True, check=True).stdout
+    per_gpu = {}
+    for line in table.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 2 and cells[1].isdigit():
+            per_gpu[cells[0]] = int(cells[1])
+    return sum(per_gpu.get(g, per_gpu.get(g.upper(), 0)) for g in GPUS)
 
 
 def pct(values, p):
@@ -215,6 +279,14 @@ def pct(values, p):
 async def run(workload, strategy):
     engine, ports, gateway, gports = start_fleet(strategy)
     cls, count = USERS[workload]
+    if workload == "llmd":
+        if LLMD_GROUPS > 0:
+            Llmd.GROUPS = LLMD_GROUPS
+        else:
+            # The contexts together need about 3/4 of the fleet's KV cache.
+            Llmd.GROUPS = max(1, int(0.75 * fleet_kv_tokens() / 6000))
+        Llmd.CONTEXTS = None
+        count = Llmd.GROUPS * LLMD_USERS
     users = [cls(random.Random(SEED * 1000 + u), u) for u in range(count)]
     records, samples = [], []
     try:
@@ -260,7 +332,10 @@ async def run(workload, strategy):
     ratios = [max(s) / (sum(s) / len(s)) for s in samples if sum(s) > 0]
     ok = [r for r in records if r["status"] == 200 and r["sent"] >= WARMUP]
     ttfts = [r["ttft"] for r in ok if r["ttft"] is not None]
+    done = [r for r in ok if r["sent"] + r["e2e"] <= SECONDS]
     return {"workload": workload, "strategy": strategy, "requests": len(ok),
+            "ttft_p90": pct(ttfts, 0.9), "throughput": len(done) / max(1e-9, SECONDS - WARMUP),
+            "groups": Llmd.GROUPS if workload == "llmd" else 0,
             "failed": sum(1 for r in records if r["status"] != 200),
             "ttft_p50": pct(ttfts, 0.5), "ttft_p99": pct(ttfts, 0.99),
             "e2e_p99": pct([r["e2e"] for r in ok], 0.99),
@@ -307,6 +382,24 @@ def main():
             say("  %-14s %8d %6d %9.0fms %9.0fms %9.2fs %8.1f%% %9.2f %13.2fx" % (
                 r["strategy"], r["requests"], r["failed"], r["ttft_p50"] * 1e3,
                 r["ttft_p99"] * 1e3, r["e2e_p99"], 100 * r["hit_rate"], r["max_mean"], ratio))
+        if workload == "llmd":
+            say("  %d groups x %d users; TTFT p90 and throughput (requests/s completed):" % (
+                rows[0]["groups"], LLMD_USERS))
+            for r in rows:
+                say("  %-20s TTFT p90 %8.0fms  throughput %6.2f/s" % (
+                    r["strategy"], r["ttft_p90"] * 1e3, r["throughput"]))
+            approx = next((r for r in rows if r["strategy"] == "prefix-cache"), None)
+            exact = next((r for r in rows if r["strategy"] == "prefix-cache-precise"), None)
+            if approx and exact:
+                goals = [("precise TTFT p90 <= 0.1x approximate",
+                          exact["ttft_p90"] <= 0.1 * approx["ttft_p90"]),
+                         ("precise throughput >= 1.2x approximate",
+                          exact["throughput"] >= 1.2 * approx["throughput"])]
+                if base:
+                    goals.append(("approximate TTFT p90 < load-balance",
+                                  approx["ttft_p90"] < base["ttft_p90"]))
+                for what, ok in goals:
+                    say("  goal %-40s %s" % (what, "PASS" if ok else "MISS"))
         pc = next((r for r in rows if r["strategy"] == "prefix-cache"), None)
         if workload == "chat" and pc and base:
             goals = [("TTFT p50 <= 0.5x load-balance", pc["ttft_p50"] <= 0.5 * base["ttft_p50"]),
@@ -320,11 +413,12 @@ def main():
     say("load average %s at the end" % " ".join(open("/proc/loadavg").read().split()[:3]))
     with open(os.path.join(OUT, "prefix.csv"), "w") as csv:
         csv.write("workload,strategy,requests,failed,ttft_p50_s,ttft_p99_s,e2e_p99_s,hit_rate,"
-                  "max_mean_inflight\n")
+                  "max_mean_inflight,ttft_p90_s,throughput_rps\n")
         for r in results:
-            csv.write("%s,%s,%d,%d,%.4f,%.4f,%.4f,%.4f,%.3f\n" % (
+            csv.write("%s,%s,%d,%d,%.4f,%.4f,%.4f,%.4f,%.3f,%.4f,%.3f\n" % (
                 r["workload"], r["strategy"], r["requests"], r["failed"], r["ttft_p50"],
-                r["ttft_p99"], r["e2e_p99"], r["hit_rate"], r["max_mean"]))
+                r["ttft_p99"], r["e2e_p99"], r["hit_rate"], r["max_mean"], r["ttft_p90"],
+                r["throughput"]))
     return status
 
 

@@ -5,12 +5,16 @@
 # load-balance, session affinity and prefix-cache. TTFT p50/p99, E2E p99, the engines' prefix-
 # cache hit rate and max ÷ mean in-flight per workload and strategy, ratios against load-balance,
 # PASS/MISS against the chat goal. Table in build/bench-prefix/prefix.txt, CSV, and a PNG when
-# gnuplot is present. About 12 min with the defaults (3 workloads × 4 strategies × 40 s + starts).
+# gnuplot is present. About 25 min with the defaults (4 workloads × 5 strategies × 40 s, plus
+# starts and the requests still in flight at the end of each run).
 #
 # Environment (bench/e2e/prefix.py): PREFIX_GPUS=A10,A10,A10,A10,L20,L20,L20,L20
 #   PREFIX_SECONDS=40 PREFIX_WARMUP=5 PREFIX_SEED=7 PREFIX_CHAT_USERS=40 PREFIX_SYSTEM_USERS=40
-#   PREFIX_RAG_USERS=40 PREFIX_WORKLOADS=chat,system,rag
-#   PREFIX_STRATEGIES=least-request,load-balance,session,prefix-cache
+#   PREFIX_RAG_USERS=40 PREFIX_WORKLOADS=chat,system,rag,llmd (llmd: llm-d's shape, groups sharing
+#   a 6,000-token context with 1,200-token questions; PREFIX_LLMD_GROUPS=0 (3/4 of the fleet's KV)
+#   PREFIX_LLMD_USERS=2 per group)
+#   PREFIX_STRATEGIES=least-request,load-balance,session,prefix-cache,prefix-cache-precise
+#   (prefix-cache-precise: the engines publish KV events and the gateway routes on them)
 #   PREFIX_WORKERS=1 (gateway workers: each learns its own index)
 #   PREFIX_OUT=build/bench-prefix SWITCHYARD=build/release/switchyard
 set -euo pipefail

@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <span>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "alloc_counter.h"
+#include "fleet/kv_index/exact_index.h"
 #include "fleet/kv_index/prefix_index.h"
 #include "fleet/kv_index/prompt_blocks.h"
 
@@ -60,6 +62,41 @@ void BM_PrefixHashLookupInsert8(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * prompt.size()));
 }
 BENCHMARK(BM_PrefixHashLookupInsert8)->Arg(1)->Arg(4)->Arg(16)->Arg(64);
+
+// Precise mode's lookup per request: the worker's snapshot check (one atomic load of the hub's
+// version) and the chain's match on 8 replicas' exact tables (one holding it whole, the others a
+// quarter; each table 8,192 blocks, a full A100's worth), per KiB of prompt. The chain is hashed
+// outside the loop (BM_PrefixHash measures that).
+void BM_ExactIndexLookup8(benchmark::State& state) {
+  const std::string prompt = promptOf(static_cast<size_t>(state.range(0)) * 1024);
+  const std::vector<uint64_t> chain = fleet::kv_index::hashPromptBlocks(prompt, 16);
+  fleet::kv_index::ExactIndexHub hub;
+  auto snapshot = std::make_shared<fleet::kv_index::ExactIndexSnapshot>();
+  int replicas[8] = {};
+  for (int r = 0; r < 8; ++r) {
+    std::unordered_set<uint64_t> blocks;
+    const size_t held = r == 0 ? chain.size() : chain.size() / 4;
+    blocks.insert(chain.begin(), chain.begin() + static_cast<std::ptrdiff_t>(held));
+    for (uint64_t filler = 1; blocks.size() < 8192; ++filler) blocks.insert(filler * 0x9E37ull);
+    snapshot->replicas.emplace(&replicas[r],
+                               std::make_shared<const fleet::kv_index::BlockTable>(blocks));
+  }
+  hub.publish(snapshot);
+  fleet::kv_index::ExactIndexCache cache(&hub);
+  bench::AllocCounter allocs;
+  for (auto _ : state) {
+    const fleet::kv_index::ExactIndexSnapshot* exact = cache.get();
+    uint32_t best = 0;
+    for (int r = 0; r < 8; ++r) {
+      const fleet::kv_index::BlockTable* table = exact->find(&replicas[r]);
+      if (table != nullptr) best = std::max(best, table->matchPrefix(chain));
+    }
+    benchmark::DoNotOptimize(best);
+  }
+  allocs.report(state);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * prompt.size()));
+}
+BENCHMARK(BM_ExactIndexLookup8)->Arg(1)->Arg(4)->Arg(16)->Arg(64);
 
 }  // namespace
 }  // namespace switchyard

@@ -67,6 +67,15 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   engine_cmd->add_flag("--no-chunked-prefill", engine_options->no_chunked_prefill,
                        "Prefill whole prompts in prefill-only steps (vLLM V0's scheduler)");
+  engine_cmd->add_option("--kv-events-endpoint", engine_options->kv_events_endpoint,
+                         "Publish KV-cache events as vLLM does: ZMQ PUB endpoint to bind, e.g. "
+                         "tcp://127.0.0.1:5557");
+  engine_cmd->add_option("--kv-events-replay-endpoint",
+                         engine_options->kv_events_replay_endpoint,
+                         "ZMQ ROUTER endpoint resending buffered KV-event batches on request");
+  engine_cmd->add_option("--kv-events-encoding", engine_options->kv_events_encoding,
+                         "KV events as maps tagged \"type\" (map, newer vLLM) or positional "
+                         "arrays (array)");
   engine_cmd->add_option("--api-key", engine_options->api_key,
                          "As vLLM: /v1/* requires Authorization: Bearer KEY");
   engine_cmd->add_flag("--profile-table", engine_options->profile_table,

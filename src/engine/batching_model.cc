@@ -138,6 +138,7 @@ bool BatchingModel::takeBlocks(int64_t count) {
   if (free_blocks_ + evictable_blocks_ < count) return false;
   while (free_blocks_ < count) {
     auto oldest = lru_.begin();
+    if (kv_events_) recordRemoved(oldest->second);
     cache_.erase(oldest->second);
     lru_.erase(oldest);
     --evictable_blocks_;
@@ -175,6 +176,39 @@ void BatchingModel::release(Seq& seq) {
   seq.num_computed = 0;
 }
 
+void BatchingModel::recordStored(const Seq& seq, size_t block) {
+  using fleet::kv_index::KvEvent;
+  using fleet::kv_index::KvEventType;
+  const uint64_t hash = seq.block_hashes[block];
+  // Continues the previous event when it stored this chain's previous block.
+  if (block > 0 && !kv_pending_.empty() && kv_pending_.back().type == KvEventType::kBlockStored &&
+      kv_pending_.back().block_hashes.back() == seq.block_hashes[block - 1]) {
+    kv_pending_.back().block_hashes.push_back(hash);
+    return;
+  }
+  KvEvent& event = kv_pending_.emplace_back();
+  event.type = KvEventType::kBlockStored;
+  event.block_hashes.push_back(hash);
+  if (block > 0) event.parent_block_hash = seq.block_hashes[block - 1];
+  event.block_size = static_cast<uint32_t>(config_.block_size);
+  event.medium = "GPU";
+}
+
+void BatchingModel::recordRemoved(uint64_t hash) {
+  using fleet::kv_index::KvEventType;
+  if (kv_pending_.empty() || kv_pending_.back().type != KvEventType::kBlockRemoved) {
+    fleet::kv_index::KvEvent& event = kv_pending_.emplace_back();
+    event.type = KvEventType::kBlockRemoved;
+    event.medium = "GPU";
+  }
+  kv_pending_.back().block_hashes.push_back(hash);
+}
+
+void BatchingModel::takeKvEvents(std::vector<fleet::kv_index::KvEvent>& out) {
+  for (auto& event : kv_pending_) out.push_back(std::move(event));
+  kv_pending_.clear();
+}
+
 void BatchingModel::acquireEntry(uint64_t hash, CacheEntry& entry) {
   (void)hash;
   if (entry.refs++ == 0) {
@@ -205,6 +239,7 @@ void BatchingModel::shareFullBlocks(Seq& seq) {
     auto [entry, inserted] = cache_.try_emplace(hash);
     if (inserted) {
       entry->second.refs = 1;
+      if (kv_events_) recordStored(seq, i);
     } else {
       acquireEntry(hash, entry->second);
       ++free_blocks_;  // another request computed the same block: ours is a duplicate

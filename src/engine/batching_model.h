@@ -53,6 +53,7 @@
 #include <vector>
 
 #include "engine/engine_model.h"
+#include "fleet/kv_index/kv_event_decoder.h"
 #include "engine/perf_profiles.h"
 
 namespace switchyard::engine {
@@ -69,6 +70,10 @@ class BatchingModel final : public EngineModel {
   EngineLoad load() const override;
   void setSlowdown(double factor) override;
   TimeNs prefillOnlyNs(int tokens) const override;
+  // Cached blocks stored (a request's full prompt blocks newly shared) and evicted (LRU under KV
+  // pressure), in order; consecutive events of one kind are merged. Off unless enabled.
+  void enableKvEvents() override { kv_events_ = true; }
+  void takeKvEvents(std::vector<fleet::kv_index::KvEvent>& out) override;
 
   // Detail of advance()'s events (header comment). kMilestones with `lazy` false runs every step
   // request by request (for tests comparing the two).
@@ -203,6 +208,10 @@ class BatchingModel final : public EngineModel {
   std::vector<Seq*> finishing_;           // scratch: members finishing this step
   std::vector<Seq*> eager_;               // running requests outside the group, in admission order
   mutable TimeNs lookahead_at_ = -1;      // nextEventTime() over group-only steps; -1: not known
+  bool kv_events_ = false;
+  std::vector<fleet::kv_index::KvEvent> kv_pending_;
+  void recordStored(const Seq& seq, size_t block);
+  void recordRemoved(uint64_t hash);
   int64_t prefix_queries_ = 0;
   int64_t prefix_hits_ = 0;
   int64_t aborted_ = 0;

@@ -78,13 +78,25 @@ ReplicaPlan planReplica(const ProfileCatalog& catalog, const EngineCommandOption
   plan.server.seed = o.seed;
   plan.server.faults = faults;
   plan.server.api_key = o.api_key;
+  if (o.kv_events_encoding != "map" && o.kv_events_encoding != "array") {
+    throw std::invalid_argument(
+        fmt::format("kv-events-encoding must be map or array, got '{}'", o.kv_events_encoding));
+  }
+  if (o.kv_events_endpoint.empty() && !o.kv_events_replay_endpoint.empty()) {
+    throw std::invalid_argument("kv-events-replay-endpoint needs kv-events-endpoint");
+  }
+  plan.server.kv_events_endpoint = o.kv_events_endpoint;
+  plan.server.kv_events_replay_endpoint = o.kv_events_replay_endpoint;
+  plan.server.kv_events_array = o.kv_events_encoding == "array";
   // The emulator's prompt hashes cover 16-token blocks.
   plan.server.prefix_hashes = plan.perf.block_size == kPrefixBlockTokens;
   return plan;
 }
 
 // `--replicas FILE`: a YAML list (or a map with a `replicas:` list) of entries with the keys
-// listen, gpu, model, model_profile, tp, flavor, seed; missing keys take the command-line values.
+// listen, gpu, model, model_profile, tp, flavor, seed, kv_events_endpoint,
+// kv_events_replay_endpoint; missing keys take the command-line values (not the KV-event
+// endpoints: each replica binds its own).
 std::vector<EngineCommandOptions> readReplicas(const EngineCommandOptions& defaults) {
   YAML::Node root;
   try {
@@ -109,6 +121,12 @@ std::vector<EngineCommandOptions> readReplicas(const EngineCommandOptions& defau
       if (node["model_profile"]) o.model_profile = node["model_profile"].as<std::string>();
       if (node["tp"]) o.tp = node["tp"].as<int>();
       if (node["flavor"]) o.flavor = node["flavor"].as<std::string>();
+      // A PUB endpoint per replica: the command line's would collide.
+      o.kv_events_endpoint =
+          node["kv_events_endpoint"] ? node["kv_events_endpoint"].as<std::string>() : std::string();
+      o.kv_events_replay_endpoint = node["kv_events_replay_endpoint"]
+                                        ? node["kv_events_replay_endpoint"].as<std::string>()
+                                        : std::string();
       o.seed = node["seed"] ? node["seed"].as<uint64_t>() : defaults.seed + replicas.size();
       replicas.push_back(std::move(o));
     }

@@ -23,6 +23,11 @@ struct EngineCommandOptions {
   bool no_prefix_caching = false;
   int num_scheduler_steps = 1;      // > 1: vLLM's multi-step scheduling (--num-scheduler-steps)
   bool no_chunked_prefill = false;  // vLLM V0's prefill-only steps
+  // KV-cache events (vLLM's ZMQ publisher): PUB and ROUTER replay endpoints bound by the
+  // replica ("" none), and the event encoding: map (newer vLLM) or array (older).
+  std::string kv_events_endpoint;
+  std::string kv_events_replay_endpoint;
+  std::string kv_events_encoding = "map";
   bool profile_table = false;  // print predicted tokens/s per GPU and exit
   int table_prompt_tokens = 32;
   int table_max_tokens = 128;

@@ -67,6 +67,14 @@ inline ExportedGauges exportedGauges(const EngineLoad& load) {
   return {static_cast<double>(load.running), static_cast<double>(load.waiting), load.kv_usage};
 }
 
+}  // namespace switchyard::engine
+
+namespace switchyard::fleet::kv_index {
+struct KvEvent;  // fleet/kv_index/kv_event_decoder.h
+}  // namespace switchyard::fleet::kv_index
+
+namespace switchyard::engine {
+
 class EngineModel {
  public:
   virtual ~EngineModel() = default;
@@ -85,6 +93,10 @@ class EngineModel {
   virtual void setSlowdown(double factor) = 0;
   // Cost of a prefill-only pass over `tokens` outside the batch (embeddings).
   virtual TimeNs prefillOnlyNs(int tokens) const = 0;
+  // KV-cache events (vLLM's BlockStored / BlockRemoved with the model's block hashes), recorded
+  // once enabled and moved into `out` by takeKvEvents(). A model without a prefix cache has none.
+  virtual void enableKvEvents() {}
+  virtual void takeKvEvents(std::vector<fleet::kv_index::KvEvent>& out) { (void)out; }
 };
 
 }  // namespace switchyard::engine

@@ -1,6 +1,7 @@
 #include "engine/engine_server.h"
 
 #include "engine/async_jobs.h"
+#include "engine/kv_event_publisher.h"
 #include "engine/surface_endpoints.h"
 #include "engine/video_jobs.h"
 #include "http/peer_watch.h"
@@ -21,6 +22,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -111,6 +113,17 @@ class Replica {
                                   .replica_identity = address,
                                   .seed = options_.seed});
     videos_.emplace(VideoJobOptions{.model = options_.model, .replica_identity = address});
+    if (!options_.kv_events_endpoint.empty()) {
+      model_->enableKvEvents();
+      kv_publisher_ = std::make_unique<KvEventPublisher>(KvPublisherOptions{
+          .endpoint = options_.kv_events_endpoint,
+          .replay_endpoint = options_.kv_events_replay_endpoint,
+          .encoding = options_.kv_events_array ? fleet::kv_index::KvEventEncoding::kArray
+                                               : fleet::kv_index::KvEventEncoding::kMap});
+      spdlog::info(
+          "engine {}: kv events on {} (replay {})", address, kv_publisher_->endpoint(),
+          kv_publisher_->replayEndpoint().empty() ? "none" : kv_publisher_->replayEndpoint());
+    }
     return address;
   }
 
@@ -148,6 +161,16 @@ class Replica {
   void advanceModel() {
     events_.clear();
     model_->advance(nowNs(), events_);
+    if (kv_publisher_) {
+      // One batch per advance (at most one per step), as vLLM publishes per scheduler step.
+      model_->takeKvEvents(kv_events_);
+      if (!kv_events_.empty()) {
+        const std::chrono::duration<double> ts =
+            std::chrono::system_clock::now().time_since_epoch();
+        kv_publisher_->publish(std::move(kv_events_), ts.count());
+        kv_events_.clear();
+      }
+    }
     for (const TokenEvent& event : events_) {
       counters_.generation_tokens_total += event.tokens;
       recordTimings(event);
@@ -626,6 +649,8 @@ class Replica {
   asio::io_context& ioc_;
   EngineServerOptions options_;
   std::unique_ptr<EngineModel> model_;
+  std::unique_ptr<KvEventPublisher> kv_publisher_;  // before model_ is used by it; none: off
+  std::vector<fleet::kv_index::KvEvent> kv_events_;
   tcp::acceptor acceptor_;
   asio::steady_timer tick_;
   Rng id_rng_;

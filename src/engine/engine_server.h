@@ -38,6 +38,10 @@ struct EngineServerOptions {
   size_t max_body_bytes = 16u << 20;
   // As vLLM's --api-key: /v1/* answers 401 unless `Authorization: Bearer API_KEY`. "" open.
   std::string api_key;
+  // KV-cache events as vLLM's ZMQ publisher (engine/kv_event_publisher.h); "" publishes none.
+  std::string kv_events_endpoint;
+  std::string kv_events_replay_endpoint;
+  bool kv_events_array = false;  // positional-array events instead of maps tagged "type"
 };
 
 class EngineHost {

@@ -3,9 +3,12 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iterator>
 #include <utility>
+
+#include "fleet/kv_index/prompt_blocks.h"
 
 namespace switchyard::engine {
 namespace {
@@ -27,13 +30,28 @@ constexpr std::string_view kVocabulary[] = {
 struct TextStats {
   size_t chars = 0;
   uint64_t hash = kFnvOffset;
-  std::vector<uint64_t> blocks;  // `hash` at the end of each full kPrefixBlockChars block
+  // The chain of each full kPrefixBlockChars block, as the gateway's PromptBlockHasher computes
+  // it (fleet/kv_index/prompt_blocks.h, seed 0): the KV events publish these hashes.
+  std::vector<uint64_t> blocks;
+  std::string partial;  // the text of the block being filled
   void add(std::string_view text) {
-    for (unsigned char c : text) {
-      hash = (hash ^ c) * kFnvPrime;
-      if (++chars % kPrefixBlockChars == 0) blocks.push_back(hash);
+    for (unsigned char c : text) hash = (hash ^ c) * kFnvPrime;
+    chars += text.size();
+    while (!text.empty()) {
+      const size_t take = std::min(text.size(), kPrefixBlockChars - partial.size());
+      if (partial.empty() && take == kPrefixBlockChars) {
+        blocks.push_back(fleet::kv_index::chainBlockHash(chain(), text.substr(0, take)));
+      } else {
+        partial.append(text.substr(0, take));
+        if (partial.size() == kPrefixBlockChars) {
+          blocks.push_back(fleet::kv_index::chainBlockHash(chain(), partial));
+          partial.clear();
+        }
+      }
+      text.remove_prefix(take);
     }
   }
+  uint64_t chain() const { return blocks.empty() ? 0 : blocks.back(); }
   void addTokenIds(size_t count, int64_t last) {
     chars += 4 * count;  // one token each, in the ceil(chars/4) estimate
     hash = (hash ^ static_cast<uint64_t>(last) ^ count) * kFnvPrime;

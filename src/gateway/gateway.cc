@@ -22,6 +22,7 @@
 #include "gateway/fleet_view.h"
 #include "gateway/load_monitor.h"
 #include "gateway/security_plane.h"
+#include "gateway/kv_events_plane.h"
 #include "gateway/shared_state_metrics.h"
 #include "gateway/shared_state_sync.h"
 #include "gateway/telemetry_metrics.h"
@@ -118,6 +119,10 @@ class ControlPlane {
     // discovered replicas join it.
     fleet_plane_ = std::make_unique<FleetPlane>(io_, registry_, *shared_backend_, config_,
                                                 [this] { onFleetChange(); });
+    // Precise prefix-cache routing: the KV-event subscriber and the exact index workers read.
+    kv_events_ = std::make_unique<KvEventsPlane>(config_.prefix_cache);
+    kv_events_->sync(*registry_.latest());
+    directory_.exact_index = kv_events_->hub();
     for (int i = 0; i < worker_count; ++i) {
       workers_.push_back(std::make_unique<Worker>(i, config_, registry_, listen,
                                                   observe_->worker(i), *shared_backend_,
@@ -207,6 +212,7 @@ class ControlPlane {
                              state_sync_->distributed() ? telemetry_share_.get() : nullptr,
                              health_);
       fleet_plane_->appendMetrics(text, *snapshot, SteadyClock::instance().now());
+      kv_events_->appendMetrics(text);
       return AdminResponse{200, "text/plain; version=0.0.4; charset=utf-8", std::move(text)};
     });
     admin_->handle("/debug/decisions", [this](std::string_view query) {
@@ -254,6 +260,7 @@ class ControlPlane {
                     config.signalMaxAge(), config.default_strategy,
                     config.auto_blend_load_balance_weight, SteadyClock::instance().now());
     health_.sync(registry_.latest());
+    if (kv_events_) kv_events_->sync(*registry_.latest());
     if (fleet_plane_) fleet_plane_->afterApply();
   }
 
@@ -421,6 +428,7 @@ class ControlPlane {
   std::shared_ptr<state::SharedStateBackend> shared_backend_;  // outlives workers' clients
   std::unique_ptr<GatewayStateSync> state_sync_;
   std::unique_ptr<FleetPlane> fleet_plane_;
+  std::unique_ptr<KvEventsPlane> kv_events_;  // before workers_: they read its hub
   WorkerDirectory directory_;  // declared before workers_: outlives them
   std::unique_ptr<GatewayLoadMonitor> load_monitor_;
   std::unique_ptr<TelemetryShare> telemetry_share_;  // declared after scraper_: dies first

@@ -5,8 +5,11 @@
 
 namespace switchyard::gateway {
 
-PrefixStage::PrefixStage(const fleet::kv_index::PrefixCacheParams& params)
-    : params_(params), hasher_(params.block_tokens, params.hash_seed) {}
+PrefixStage::PrefixStage(const fleet::kv_index::PrefixCacheParams& params,
+                         const fleet::kv_index::ExactIndexHub* exact)
+    : params_(params),
+      hasher_(params.block_tokens, params.hash_seed),
+      exact_(params.mode == fleet::kv_index::PrefixCacheMode::kApproximate ? nullptr : exact) {}
 
 bool PrefixStage::capture(const routing::StrategySpec& spec, std::vector<uint64_t>& blocks) const {
   blocks.clear();
@@ -21,12 +24,25 @@ bool PrefixStage::capture(const routing::StrategySpec& spec, std::vector<uint64_
 }
 
 uint32_t PrefixStage::Probe::matchedBlocks(const fleet::ReplicaState& replica) const {
-  return index_->match(&replica, blocks_);
+  return match(replica).blocks;
 }
 
-PrefixStage::Probe PrefixStage::probe(std::span<const uint64_t> blocks) const {
+routing::PrefixMatch PrefixStage::Probe::match(const fleet::ReplicaState& replica) const {
+  using fleet::kv_index::PrefixCacheMode;
+  if (exact_ != nullptr) {
+    if (const fleet::kv_index::BlockTable* table = exact_->find(&replica); table != nullptr) {
+      return {table->matchPrefix(blocks_), true};
+    }
+  }
+  if (mode_ == PrefixCacheMode::kPrecise) return {0, false};
+  return {index_->match(&replica, blocks_), false};
+}
+
+PrefixStage::Probe PrefixStage::probe(std::span<const uint64_t> blocks) {
   Probe probe;
   probe.index_ = &index_;
+  probe.exact_ = exact_.get();
+  probe.mode_ = params_.mode;
   probe.blocks_ = blocks;
   probe.total_blocks = static_cast<uint32_t>(blocks.size());
   probe.block_tokens = params_.block_tokens;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "fleet/fleet_snapshot.h"
+#include "fleet/kv_index/exact_index.h"
 #include "fleet/kv_index/prefix_cache_config.h"
 #include "fleet/kv_index/prefix_index.h"
 #include "fleet/kv_index/prompt_blocks.h"
@@ -25,7 +26,9 @@ namespace switchyard::gateway {
 
 class PrefixStage {
  public:
-  explicit PrefixStage(const fleet::kv_index::PrefixCacheParams& params);
+  // `exact`: the hub of the exact index (KV events; null: approximate only).
+  explicit PrefixStage(const fleet::kv_index::PrefixCacheParams& params,
+                       const fleet::kv_index::ExactIndexHub* exact = nullptr);
 
   // Where the request inspector sends prompt text.
   api::PromptTextSink* sink() { return &hasher_; }
@@ -38,13 +41,19 @@ class PrefixStage {
   class Probe final : public routing::PrefixProbe {
    public:
     uint32_t matchedBlocks(const fleet::ReplicaState& replica) const override;
+    // The exact index where the replica has a usable one (mode auto or precise), else the
+    // approximate index (mode auto or approximate), else nothing (precise).
+    routing::PrefixMatch match(const fleet::ReplicaState& replica) const override;
 
    private:
     friend class PrefixStage;
     const fleet::kv_index::PrefixIndex* index_ = nullptr;
+    const fleet::kv_index::ExactIndexSnapshot* exact_ = nullptr;
+    fleet::kv_index::PrefixCacheMode mode_ = fleet::kv_index::PrefixCacheMode::kAuto;
     std::span<const uint64_t> blocks_;
   };
-  Probe probe(std::span<const uint64_t> blocks) const;
+  // Takes the exact index's latest snapshot (an atomic load; a refcount when it changed).
+  Probe probe(std::span<const uint64_t> blocks);
 
   // The request was routed to `model.replicas[chosen]`: it will cache the chain there. When
   // `snapshot` is newer than the last one seen, replicas no longer in it are forgotten first (an
@@ -58,6 +67,7 @@ class PrefixStage {
   fleet::kv_index::PrefixCacheParams params_;
   fleet::kv_index::PromptBlockHasher hasher_;
   fleet::kv_index::PrefixIndex index_;
+  fleet::kv_index::ExactIndexCache exact_;
   std::unordered_map<const void*, uint32_t> kv_blocks_;  // per replica, derived once
   uint64_t snapshot_version_ = 0;
 };

@@ -28,6 +28,10 @@
 #include "core/clock.h"
 #include "fleet/fleet_snapshot.h"
 
+namespace switchyard::fleet::kv_index {
+class ExactIndexHub;
+}  // namespace switchyard::fleet::kv_index
+
 namespace switchyard::gateway {
 
 class RequestQueue;
@@ -37,6 +41,8 @@ class RequestQueue;
 struct WorkerDirectory {
   std::vector<boost::asio::io_context*> contexts;
   std::vector<RequestQueue*> queues;
+  // Precise prefix-cache routing's exact index (gateway/kv_events_plane.h); null: none.
+  const fleet::kv_index::ExactIndexHub* exact_index = nullptr;
 };
 
 class RequestQueue {

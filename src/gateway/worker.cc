@@ -48,7 +48,7 @@ Worker::Impl::Impl(int index_in, const GatewayConfig& config_in,
       snapshots(registry),
       pool(config_in.timeouts.upstream_pool_idle),
       retry_budget(config_in.retry.budget_ratio, config_in.retry.budget_min_per_second),
-      prefix(config_in.prefix_cache),
+      prefix(config_in.prefix_cache, directory.exact_index),
       rng(0x5EED0000u + static_cast<uint64_t>(index_in) * 7919u +
           static_cast<uint64_t>(SteadyClock::instance().now())),
       sweep_timer(io),

@@ -74,7 +74,7 @@ void fillDecisionRecord(DecisionRecord& record, const routing::Decision& decisio
     record.rows[n++] = {replica_slots[row.replica_index], static_cast<uint8_t>(row.excluded),
                         row.in_pick_set,    row.score,
                         row.synthetic_load, row.predicted_ttft,
-                        row.predicted_tpot, row.prefix_blocks};
+                        row.predicted_tpot, row.prefix_blocks, row.prefix_exact};
   };
   const routing::CandidateRow* chosen = decision.rowOf(decision.chosen);
   if (chosen != nullptr) add(*chosen);
@@ -200,6 +200,8 @@ std::string renderDecisionsJson(std::vector<DecisionRecord> records,
                          R"(,"prefix_match_blocks":{},"prefix_match_tokens":{})",
                          row.prefix_blocks,
                          static_cast<int64_t>(row.prefix_blocks) * r.prefix_block_tokens);
+          out.append(row.prefix_exact ? R"(,"prefix_match_source":"exact")"
+                                      : R"(,"prefix_match_source":"approximate")");
         }
       }
       out.push_back('}');

@@ -34,6 +34,7 @@ struct DecisionRecord {
     float predicted_ttft = -1;  // SLO routing: predicted latency (seconds; -1 none)
     float predicted_tpot = -1;
     int32_t prefix_blocks = -1;  // prefix-cache: leading prompt blocks cached there (-1: n/a)
+    bool prefix_exact = false;   // ... from the replica's KV events (else approximate)
   };
   int64_t unix_ns = 0;    // wall-clock time of the decision
   int64_t latency_ns = 0;  // time spent routing

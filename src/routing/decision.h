@@ -37,6 +37,7 @@ struct CandidateRow {
   float predicted_ttft = -1;  // SLO routing: predicted latency here (seconds; -1 unknown)
   float predicted_tpot = -1;
   int32_t prefix_blocks = -1;  // prefix-cache: leading prompt blocks cached here (-1: not asked)
+  bool prefix_exact = false;   // ... per the replica's KV events (else the approximate index)
 };
 
 struct Decision {

@@ -12,10 +12,21 @@
 
 namespace switchyard::routing {
 
+// A replica's match, and whether it came from the exact index (the replica's own KV events) or
+// the approximate one (this worker's routing history).
+struct PrefixMatch {
+  uint32_t blocks = 0;
+  bool exact = false;
+};
+
 class PrefixProbe {
  public:
   // Leading blocks of the request's chain cached on `replica` (0..total_blocks).
   virtual uint32_t matchedBlocks(const fleet::ReplicaState& replica) const = 0;
+  // The same with its source; what the strategy calls.
+  virtual PrefixMatch match(const fleet::ReplicaState& replica) const {
+    return {matchedBlocks(replica), false};
+  }
 
   uint32_t total_blocks = 0;   // full blocks in the request's prompt
   uint32_t block_tokens = 16;  // tokens per block

@@ -370,7 +370,10 @@ Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& mo
       row.predicted_ttft = static_cast<float>(scratch.inputs[i].predicted_ttft);
       row.predicted_tpot = static_cast<float>(scratch.inputs[i].predicted_tpot);
     }
-    if (prefix) row.prefix_blocks = static_cast<int32_t>(scratch.inputs[i].prefix_blocks);
+    if (prefix) {
+      row.prefix_blocks = static_cast<int32_t>(scratch.inputs[i].prefix_blocks);
+      row.prefix_exact = scratch.inputs[i].prefix_exact;
+    }
   }
   if (prefix && request.prefix != nullptr) {
     decision.prefix_total_blocks = request.prefix->total_blocks;

@@ -45,6 +45,7 @@ struct CandidateInputs {
   // Prefix-cache routing: leading prompt blocks probably cached on the candidate. A strategy
   // that fills it says so (ScoreNote::prefix).
   uint32_t prefix_blocks = 0;
+  bool prefix_exact = false;  // ... according to the replica's KV events (exact index)
 };
 
 class PrefixProbe;  // routing/prefix_probe.h

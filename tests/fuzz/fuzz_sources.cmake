@@ -23,6 +23,9 @@ set(SWITCHYARD_FUZZ_SOURCES
   src/fleet/discovery/kubernetes/kube_objects.cc
   src/fleet/engine_signals.cc
   src/fleet/fleet_registry.cc
+  src/fleet/kv_index/kv_event_decoder.cc
+  src/fleet/kv_index/kv_event_tracker.cc
+  src/fleet/kv_index/msgpack_lite.cc
   src/fleet/kv_index/prefix_cache_config.cc
   src/fleet/prometheus_text.cc
   src/fleet/routing_knobs_config.cc

@@ -43,6 +43,21 @@ void parsePrefixCache(const YAML::Node& node, const std::string& where, PrefixCa
            [&](const auto& v, const auto& k) {
              params.hash_seed = static_cast<uint64_t>(number(v, k, 0, 9.007199254740992e15));
            }},
+          {"mode",
+           [&](const auto& v, const auto& k) {
+             const auto mode = scalar<std::string>(v, k);
+             if (mode == "auto") {
+               params.mode = PrefixCacheMode::kAuto;
+             } else if (mode == "approximate") {
+               params.mode = PrefixCacheMode::kApproximate;
+             } else if (mode == "precise") {
+               params.mode = PrefixCacheMode::kPrecise;
+             } else {
+               throw ConfigError(k + ": must be auto, approximate or precise", lineOf(v));
+             }
+           }},
+          {"resync_seconds",
+           [&](const auto& v, const auto& k) { params.resync_seconds = number(v, k, 0, 86400); }},
       });
 }
 

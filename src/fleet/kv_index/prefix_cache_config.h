@@ -11,6 +11,14 @@
 
 namespace switchyard::fleet::kv_index {
 
+// Where prefix-cache routing learns what a replica has cached (docs/routing.md).
+enum class PrefixCacheMode : uint8_t {
+  kAuto,         // the exact index (KV events) where a replica publishes usable ones, else the
+                 // approximate index
+  kApproximate,  // the approximate index only; KV events are not subscribed to
+  kPrecise,      // the exact index only: a replica without usable events matches nothing
+};
+
 struct PrefixCacheParams {
   uint32_t block_tokens = 16;  // tokens per block, as vLLM's default block size
   // A replica's KV cache in blocks of block_tokens when neither its `kv_cache_blocks` label nor
@@ -18,6 +26,10 @@ struct PrefixCacheParams {
   uint32_t kv_cache_blocks = 4096;
   double hot_spot_factor = 1.5;  // routing/prefix_probe.h; 0 turns the guard off
   uint64_t hash_seed = 0;        // the chain's first seed
+  PrefixCacheMode mode = PrefixCacheMode::kAuto;
+  // After KV events were lost beyond repair, a replica routes approximately for this long while
+  // fresh events rebuild its exact index.
+  double resync_seconds = 10;
 };
 
 // Reads the keys present over `params`; throws ConfigError naming the key on a bad value.

@@ -22,8 +22,12 @@ void PromptBlockHasher::reset() {
   blocks_.clear();
 }
 
+uint64_t chainBlockHash(uint64_t previous, std::string_view block) {
+  return XXH3_64bits_withSeed(block.data(), block.size(), previous);
+}
+
 void PromptBlockHasher::push(const char* data) {
-  chain_ = XXH3_64bits_withSeed(data, block_bytes_, chain_);
+  chain_ = chainBlockHash(chain_, {data, block_bytes_});
   if (blocks_.size() < kMaxBlocks) blocks_.push_back(chain_);
 }
 

@@ -54,6 +54,11 @@ class PromptBlockHasher final : public api::PromptTextSink {
   std::vector<uint64_t> blocks_;
 };
 
+// One link of the chain: the hash of a block given the previous block's hash (`seed` for the
+// first). The engine emulator hashes its prompt blocks with this too, so the hashes it publishes
+// in its KV events are exactly the ones the gateway computes (docs/routing.md).
+uint64_t chainBlockHash(uint64_t previous, std::string_view block);
+
 // The chain of block hashes of one text, with a fresh hasher (tests, benchmarks, the emulator).
 std::vector<uint64_t> hashPromptBlocks(std::string_view text, uint32_t block_tokens,
                                        uint64_t seed = 0);

@@ -34,6 +34,7 @@ ScoreNote PrefixCacheStrategy::score(const ScoringContext& context,
     for (size_t i = 0; i < m; ++i) {
       scores[i] = 0;
       inputs[i].prefix_blocks = 0;
+      inputs[i].prefix_exact = false;
     }
     return note;
   }
@@ -62,8 +63,10 @@ ScoreNote PrefixCacheStrategy::score(const ScoringContext& context,
   const bool guard = probe->hot_spot_factor > 0 && m > 1;
   const double total = probe->total_blocks;
   for (size_t i = 0; i < m; ++i) {
-    const uint32_t matched = probe->matchedBlocks(*replicas[candidates[i]].state);
+    const PrefixMatch found = probe->match(*replicas[candidates[i]].state);
+    const uint32_t matched = found.blocks;
     inputs[i].prefix_blocks = matched;
+    inputs[i].prefix_exact = found.exact;
     const double fair = (running_sum + 1) * inputs[i].decode / total_capacity;
     const bool hot =
         guard && inputs[i].running + 1 > std::max(probe->hot_spot_factor * fair, kGuardFloor);

@@ -1,0 +1,48 @@
+// KvEventsPlane: the gateway's side of precise prefix-cache routing (docs/routing.md,
+// "prefix-cache (precise)"). Finds the replicas that announce KV-event endpoints (labels
+// `kv_events: tcp://…` and optionally `kv_events_replay: tcp://…`), keeps the subscriber's set of
+// subscriptions in step with the fleet, owns the hub that publishes the exact index to the
+// workers, and renders the subscription's metrics.
+//
+// Control thread: sync() after every fleet change, appendMetrics() from /metrics. The subscriber
+// runs on its own thread (fleet/kv_index/kv_event_subscriber.h).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fleet/fleet_snapshot.h"
+#include "fleet/kv_index/exact_index.h"
+#include "fleet/kv_index/kv_event_subscriber.h"
+#include "fleet/kv_index/prefix_cache_config.h"
+
+namespace switchyard::gateway {
+
+// The targets of `snapshot`: one per distinct replica with a `kv_events` label. A replica is
+// compatible (its hashes can match the gateway's) unless its `kv_events_hash` label names another
+// scheme than "xxh3-text" (the gateway's and the emulator's), or its `block_size` label differs
+// from block_tokens.
+std::vector<fleet::kv_index::KvEventTarget> kvEventTargets(
+    const fleet::FleetSnapshot& snapshot, const fleet::kv_index::PrefixCacheParams& params);
+
+class KvEventsPlane {
+ public:
+  explicit KvEventsPlane(const fleet::kv_index::PrefixCacheParams& params);
+  ~KvEventsPlane();
+
+  // The hub workers read; valid for the plane's life.
+  const fleet::kv_index::ExactIndexHub* hub() const { return &hub_; }
+  void sync(const fleet::FleetSnapshot& snapshot);
+  void appendMetrics(std::string& out) const;
+
+ private:
+  fleet::kv_index::PrefixCacheParams params_;
+  fleet::kv_index::ExactIndexHub hub_;
+  std::unique_ptr<fleet::kv_index::KvEventSubscriber> subscriber_;  // none in approximate mode
+};
+
+// The metrics of `subscriber` (also used by tests without a gateway).
+void appendKvEventMetrics(std::string& out, const fleet::kv_index::KvEventSubscriber& subscriber);
+
+}  // namespace switchyard::gateway
