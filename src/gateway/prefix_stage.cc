@@ -23,10 +23,6 @@ bool PrefixStage::capture(const routing::StrategySpec& spec, std::vector<uint64_
   return true;
 }
 
-uint32_t PrefixStage::Probe::matchedBlocks(const fleet::ReplicaState& replica) const {
-  return match(replica).blocks;
-}
-
 routing::PrefixMatch PrefixStage::Probe::match(const fleet::ReplicaState& replica) const {
   using fleet::kv_index::PrefixCacheMode;
   if (exact_ != nullptr) {

@@ -40,7 +40,6 @@ class PrefixStage {
   // A probe of one request's chain against the index; valid while this stage and `blocks` live.
   class Probe final : public routing::PrefixProbe {
    public:
-    uint32_t matchedBlocks(const fleet::ReplicaState& replica) const override;
     // The exact index where the replica has a usable one (mode auto or precise), else the
     // approximate index (mode auto or approximate), else nothing (precise).
     routing::PrefixMatch match(const fleet::ReplicaState& replica) const override;

@@ -1,9 +1,10 @@
 // PrefixProbe: what prefix-cache routing knows about one request, handed to the router by the
 // gateway worker: the request's prompt as a chain of block hashes, and a way to ask how many of
-// its leading blocks a replica has probably cached (the worker's index, fleet/kv_index/).
+// its leading blocks a replica has cached (the engines' exact index or the worker's approximate
+// one, fleet/kv_index/).
 //
 // Built per request by the worker that owns the index; read on the same thread during route().
-// matchedBlocks() must not allocate or block.
+// match() must not allocate or block.
 #pragma once
 
 #include <cstdint>
@@ -21,12 +22,9 @@ struct PrefixMatch {
 
 class PrefixProbe {
  public:
-  // Leading blocks of the request's chain cached on `replica` (0..total_blocks).
-  virtual uint32_t matchedBlocks(const fleet::ReplicaState& replica) const = 0;
-  // The same with its source; what the strategy calls.
-  virtual PrefixMatch match(const fleet::ReplicaState& replica) const {
-    return {matchedBlocks(replica), false};
-  }
+  // Leading blocks of the request's chain cached on `replica` (0..total_blocks), and where
+  // that came from.
+  virtual PrefixMatch match(const fleet::ReplicaState& replica) const = 0;
 
   uint32_t total_blocks = 0;   // full blocks in the request's prompt
   uint32_t block_tokens = 16;  // tokens per block

@@ -172,11 +172,11 @@ class FixedProbe final : public routing::PrefixProbe {
  public:
   FixedProbe(const fleet::ModelEntry& model, std::vector<uint32_t> matched)
       : model_(model), matched_(std::move(matched)) {}
-  uint32_t matchedBlocks(const fleet::ReplicaState& replica) const override {
+  routing::PrefixMatch match(const fleet::ReplicaState& replica) const override {
     for (size_t i = 0; i < model_.replicas.size(); ++i) {
-      if (model_.replicas[i].state.get() == &replica) return matched_[i];
+      if (model_.replicas[i].state.get() == &replica) return {matched_[i], false};
     }
-    return 0;
+    return {};
   }
 
  private:
