@@ -73,6 +73,9 @@ int main(int argc, char** argv) {
   engine_cmd->add_option("--kv-events-replay-endpoint",
                          engine_options->kv_events_replay_endpoint,
                          "ZMQ ROUTER endpoint resending buffered KV-event batches on request");
+  engine_cmd->add_option("--kv-events-config", engine_options->kv_events_config,
+                         "vLLM's KV-event JSON, e.g. '{\"enable_kv_cache_events\": true, "
+                         "\"publisher\": \"zmq\", \"endpoint\": \"tcp://127.0.0.1:5557\"}'");
   engine_cmd->add_option("--kv-events-encoding", engine_options->kv_events_encoding,
                          "KV events as maps tagged \"type\" (map, newer vLLM) or positional "
                          "arrays (array)");

@@ -14,6 +14,7 @@
 
 #include "engine/batching_model.h"
 #include "engine/engine_server.h"
+#include "engine/kv_events_config.h"
 #include "engine/perf_profiles.h"
 #include "engine/throughput_table.h"
 
@@ -85,8 +86,17 @@ ReplicaPlan planReplica(const ProfileCatalog& catalog, const EngineCommandOption
   if (o.kv_events_endpoint.empty() && !o.kv_events_replay_endpoint.empty()) {
     throw std::invalid_argument("kv-events-replay-endpoint needs kv-events-endpoint");
   }
-  plan.server.kv_events_endpoint = o.kv_events_endpoint;
-  plan.server.kv_events_replay_endpoint = o.kv_events_replay_endpoint;
+  KvEventsEndpoints kv{o.kv_events_endpoint, o.kv_events_replay_endpoint};
+  if (!o.kv_events_config.empty()) {
+    if (!o.kv_events_endpoint.empty()) {
+      throw std::invalid_argument("give kv-events-config or kv-events-endpoint, not both");
+    }
+    if (std::string error = parseKvEventsConfig(o.kv_events_config, kv); !error.empty()) {
+      throw std::invalid_argument(error);
+    }
+  }
+  plan.server.kv_events_endpoint = kv.endpoint;
+  plan.server.kv_events_replay_endpoint = kv.replay_endpoint;
   plan.server.kv_events_array = o.kv_events_encoding == "array";
   // The emulator's prompt hashes cover 16-token blocks.
   plan.server.prefix_hashes = plan.perf.block_size == kPrefixBlockTokens;
@@ -122,6 +132,7 @@ std::vector<EngineCommandOptions> readReplicas(const EngineCommandOptions& defau
       if (node["tp"]) o.tp = node["tp"].as<int>();
       if (node["flavor"]) o.flavor = node["flavor"].as<std::string>();
       // A PUB endpoint per replica: the command line's would collide.
+      o.kv_events_config.clear();
       o.kv_events_endpoint =
           node["kv_events_endpoint"] ? node["kv_events_endpoint"].as<std::string>() : std::string();
       o.kv_events_replay_endpoint = node["kv_events_replay_endpoint"]

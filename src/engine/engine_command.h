@@ -28,6 +28,7 @@ struct EngineCommandOptions {
   std::string kv_events_endpoint;
   std::string kv_events_replay_endpoint;
   std::string kv_events_encoding = "map";
+  std::string kv_events_config;  // vLLM's --kv-events-config JSON (engine/kv_events_config.h)
   bool profile_table = false;  // print predicted tokens/s per GPU and exit
   int table_prompt_tokens = 32;
   int table_max_tokens = 128;

@@ -42,6 +42,18 @@ KvEngine startKvEngine(const std::string& encoding) {
   return engine;
 }
 
+// An engine started the way vLLM is, with --kv-events-config (no replay endpoint).
+KvEngine startVllmConfiguredEngine() {
+  KvEngine engine;
+  engine.pub_port = deadPort();
+  engine.process = std::make_unique<Process>(std::vector<std::string>{
+      "engine", "--gpu", "A10", "--model", "llama2-7b", "--listen", "127.0.0.1:0",
+      "--kv-events-config",
+      "{\"enable_kv_cache_events\": true, \"publisher\": \"zmq\", \"endpoint\": \"" + engine.pub() +
+          "\", \"topic\": \"\"}"});
+  return engine;
+}
+
 HttpResult complete(uint16_t port, const std::string& prompt, const Headers& extra = {}) {
   Headers headers = kJson;
   headers.insert(headers.end(), extra.begin(), extra.end());
@@ -184,6 +196,29 @@ TEST_F(KvSubscriberGapTest, WithoutReplayALossClearsTheIndexAndTheReplicaFallsBa
       },
       5s));
   subscriber_->stop();
+}
+
+TEST(KvEventsIntegrationTest, AnEngineStartedWithVllmsKvEventsConfigPublishes) {
+  const KvEngine engine = startVllmConfiguredEngine();
+  TempFile config(
+      "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nworkers: 1\n"
+      "routing:\n  prefix_cache: { mode: precise }\n"
+      "models:\n  - name: llama2-7b\n    routing_strategy: prefix-cache\n"
+      "    replicas:\n      - address: " +
+          engine.name() + "\n        labels: { gpu: A10, kv_events: \"" + engine.pub() + "\" }\n",
+      ".yaml");
+  Process gateway({"gateway", "--config", config.path()});
+  ASSERT_NE(gateway.port(1), 0);
+  const std::string series = "switchyard_kv_index_blocks{replica=\"" + engine.name() + "\"}";
+  int sent = 0;
+  ASSERT_TRUE(waitUntil(
+      [&] {
+        complete(engine.process->port(), words(200, 2000 + sent++));
+        const std::string page = httpRequest(gateway.port(1), "GET", "/metrics").body;
+        return metricSample(page, series) > 0;
+      },
+      20s))
+      << httpRequest(gateway.port(1), "GET", "/metrics").body;
 }
 
 }  // namespace

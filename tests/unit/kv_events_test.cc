@@ -8,6 +8,7 @@
 
 #include "core/config_error.h"
 #include "engine/batching_model.h"
+#include "engine/kv_events_config.h"
 #include "engine/openai_emulation.h"
 #include "engine/perf_profiles.h"
 #include "fleet/fleet_registry.h"
@@ -473,3 +474,36 @@ TEST(PrefixCacheConfigTest, TheModeAndResyncKeys) {
 
 }  // namespace
 }  // namespace switchyard
+
+TEST(KvEventsConfigTest, ReadsVllmsJsonAndRefusesWhatItCannotUse) {
+  using switchyard::engine::KvEventsEndpoints;
+  using switchyard::engine::parseKvEventsConfig;
+  KvEventsEndpoints out;
+  EXPECT_EQ(parseKvEventsConfig(R"({"enable_kv_cache_events": true, "publisher": "zmq",
+      "endpoint": "tcp://127.0.0.1:5557", "replay_endpoint": "tcp://127.0.0.1:5558",
+      "topic": "", "buffer_steps": 10000, "hwm": 100000, "max_queue_size": 100000})",
+                                out),
+            "");
+  EXPECT_EQ(out.endpoint, "tcp://127.0.0.1:5557");
+  EXPECT_EQ(out.replay_endpoint, "tcp://127.0.0.1:5558");
+  // vLLM's default endpoint; no replay unless asked.
+  EXPECT_EQ(parseKvEventsConfig(R"({"enable_kv_cache_events": true, "publisher": "zmq"})", out),
+            "");
+  EXPECT_EQ(out.endpoint, "tcp://*:5557");
+  EXPECT_EQ(out.replay_endpoint, "");
+  // Disabled or the null publisher: no events.
+  EXPECT_EQ(parseKvEventsConfig(R"({"enable_kv_cache_events": false, "publisher": "zmq"})", out),
+            "");
+  EXPECT_EQ(out.endpoint, "");
+  EXPECT_EQ(parseKvEventsConfig(R"({"enable_kv_cache_events": true, "publisher": "null"})", out),
+            "");
+  EXPECT_EQ(out.endpoint, "");
+  EXPECT_NE(parseKvEventsConfig("not json", out), "");
+  EXPECT_NE(parseKvEventsConfig("[1]", out), "");
+  EXPECT_NE(parseKvEventsConfig(R"({"publisher": "kafka"})", out).find("publisher"),
+            std::string::npos);
+  EXPECT_NE(parseKvEventsConfig(R"({"enable_kv_cache_events": "yes"})", out).find("wrong type"),
+            std::string::npos);
+  EXPECT_NE(parseKvEventsConfig(R"({"colour": 1})", out).find("unknown key 'colour'"),
+            std::string::npos);
+}
