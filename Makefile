@@ -52,7 +52,8 @@ bench-stampede: build
 
 # SLO routing on the product page's experiment (A10 + L20, chat + 4k-token code prompts, P99
 # TPOT 50 ms; 8 strategies incl. the fixed Oracle), then a 2x surge against 30 s client deadlines
-# with admission off / fifo / deadline. About 15 min; tables, CSV and PNG in build/bench-slo/.
+# with admission off / fifo / deadline, then a 4k-token prompt's TTFT per GPU type against the
+# roofline. About 20 min; tables, CSV and PNG in build/bench-slo/.
 # SLO_* and SURGE_* knobs: see bench/e2e/slo.sh and bench/e2e/surge.py.
 bench-slo: build
 	bash bench/e2e/slo.sh

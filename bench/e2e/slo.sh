@@ -12,14 +12,19 @@
 # 2. A surge against deadlines (bench/e2e/surge.py): 70 % load, 2x capacity for 30 s, 70 % again;
 #    clients give up at 30 s; admission off / fifo / deadline. Goodput, wasted engine work,
 #    refusals, p50/p99.
+# 3. A long prompt's TTFT per GPU type (bench/e2e/long_prompt_ttft.py): a 4,096-token prompt alone
+#    on A10, L20 and A100, measured over HTTP next to the roofline the emulator runs and the bare
+#    datasheet bound.
 #
 # Environment:
-#   SLO_GPUS=A10x8,L20x6   the fleet (GPUxN, comma-separated)
+#   SLO_GPUS=A10x4,L20x10  the fleet (GPUxN, comma-separated)
+#   SLO_GPU_COSTS=...      prices per replica-hour for the slo strategies (GPU:price,...;
+#                          default: data/gpu_prices.yaml's usd_per_hour of each type)
 #   SLO_RATE=11            requests/s offered (7 : 4 chat : code)
 #   SLO_SECONDS=40  SLO_WARMUP=10  SLO_SEED=7  SLO_TPOT_MS=50
 #   SLO_STRATEGIES=random,least-request,load-balance,load-balance-shape-aware,slo-pack-load,
 #                  slo-least-load,slo,oracle
-#   SLO_PARTS="1 2"        which parts to run
+#   SLO_PARTS="1 2 3"      which parts to run
 #   SLO_OUT=build/bench-slo   SWITCHYARD=build/release/switchyard
 #   SURGE_* knobs: see bench/e2e/surge.py
 set -euo pipefail
@@ -27,14 +32,14 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 bin="${SWITCHYARD:-$root/build/release/switchyard}"
 out="${SLO_OUT:-$root/build/bench-slo}"
-gpus_spec="${SLO_GPUS:-A10x8,L20x6}"
+gpus_spec="${SLO_GPUS:-A10x4,L20x10}"
 rate="${SLO_RATE:-11}"
 seconds="${SLO_SECONDS:-40}"
 warmup="${SLO_WARMUP:-10}"
 seed="${SLO_SEED:-7}"
 tpot="${SLO_TPOT_MS:-50}"
 strategies="${SLO_STRATEGIES:-random,least-request,load-balance,load-balance-shape-aware,slo-pack-load,slo-least-load,slo,oracle}"
-parts="${SLO_PARTS:-1 2}"
+parts="${SLO_PARTS:-1 2 3}"
 # 7 : 4 chat : code; prompt words (about 1.7 tokens each), output tokens.
 mix="chat:7:20-300:64-256,code:4:2400-2800:32-64"
 
@@ -42,13 +47,20 @@ mix="chat:7:20-300:64-256,code:4:2400-2800:32-64"
 mkdir -p "$out"
 
 gpus=""
+costs=""
 IFS=, read -r -a groups <<<"$gpus_spec"
 for group in "${groups[@]}"; do
   type="${group%x*}"
   count="${group##*x}"
   [[ "$count" =~ ^[0-9]+$ ]] || { echo "slo.sh: SLO_GPUS must be GPUxN,..." >&2; exit 1; }
   for _ in $(seq "$count"); do gpus="${gpus:+$gpus,}$type"; done
+  # The type's on-demand price, as the optimizer's benchmark reads it.
+  price="$(awk -v t="$type" '$1 == "-" && $2 == "name:" { name = $3 }
+                             $1 == "usd_per_hour:" && name == t { print $2; exit }' \
+             "$root/data/gpu_prices.yaml")"
+  [ -n "$price" ] && costs="${costs:+$costs,}$type:$price"
 done
+costs="${SLO_GPU_COSTS:-$costs}"
 
 status=0
 if [[ " $parts " == *" 1 "* ]]; then
@@ -57,6 +69,7 @@ if [[ " $parts " == *" 1 "* ]]; then
   cmd=("$bin" demo --gpus "$gpus" --rate "$rate" --mix "$mix" --seconds "$seconds"
        --warmup "$warmup" --seed "$seed" --slo-tpot-ms "$tpot" --strategies "$strategies"
        --oracle chat:A10,code:L20 --csv "$csv")
+  [ -n "$costs" ] && cmd+=(--gpu-costs "$costs")
   {
     echo "command: ${cmd[*]}"
     echo "machine: nproc=$(nproc), load average $(cut -d' ' -f1-3 /proc/loadavg) at start," \
@@ -104,5 +117,8 @@ plot for [m in "off fifo deadline"] "< grep '^".m.",' $out/surge.dat" using 2:3 
 GNUPLOT
     echo "plot: $out/surge.png"
   fi
+fi
+if [[ " $parts " == *" 3 "* ]]; then
+  SWITCHYARD="$bin" LONG_OUT="$out" python3 "$root/bench/e2e/long_prompt_ttft.py" || status=$?
 fi
 exit "$status"

@@ -6,20 +6,44 @@
 #include <string>
 
 #include "alloc_counter.h"
+#include "engine/perf_profiles.h"
 #include "fleet/fleet_registry.h"
+#include "profile/emulated_profile.h"
+#include "profile/slo_profiles.h"
 #include "routing/router.h"
 
 namespace switchyard {
 namespace {
 
+// Emulated llama2-7b profiles of the two GPU types the fleet has, P99 TPOT <= 50 ms, priced:
+// built once (seconds), shared by every SLO benchmark.
+std::shared_ptr<const profile::SloProfiles> sloProfiles() {
+  static const std::shared_ptr<const profile::SloProfiles> profiles = [] {
+    auto out = std::make_shared<profile::SloProfiles>();
+    out->objective.tpot = 0.05;
+    out->objective.percentile = 99;
+    for (const char* gpu : {"L20", "A100"}) {
+      out->gpus.push_back(gpu);
+      out->profiles.push_back(profile::emulatedGpuProfile(
+          engine::makePerfConfig(engine::builtinProfiles(), gpu, "llama2-7b"), out->objective));
+      out->profiles.back().cost = out->gpus.size() == 1 ? 1.861 : 3.7;
+    }
+    return out;
+  }();
+  return profiles;
+}
+
 // warming_every > 0: every n-th replica joined 1 s ago and is inside its slow-start ramp.
 // sample > 0: candidate sampling draws this many replicas per decision.
 // draining_every > 0: every n-th replica is draining (excluded by the lifecycle filter).
+// slo: the model has SLO profiles and the request a shape (512 prompt, 128 output tokens).
 void routeBenchmark(benchmark::State& state, std::string_view strategy_name,
-                    int warming_every = 0, uint32_t sample = 0, int draining_every = 0) {
+                    int warming_every = 0, uint32_t sample = 0, int draining_every = 0,
+                    bool slo = false) {
   const int replicas = static_cast<int>(state.range(0));
   fleet::ModelSpec model;
   model.name = "m";
+  if (slo) model.slo = sloProfiles();
   model.candidate_sample = sample;
   for (int i = 0; i < replicas; ++i) {
     model.replicas.push_back({"10.0." + std::to_string(i / 250) + "." +
@@ -54,6 +78,10 @@ void routeBenchmark(benchmark::State& state, std::string_view strategy_name,
   routing::StrategySpec spec;
   routing::parseStrategySpec(strategy_name, spec);
   routing::RouteRequest request{&spec, 0, {}, {}};
+  if (slo) {
+    request.shape.prompt_tokens = 512;
+    request.shape.max_tokens = 128;
+  }
   Rng rng(1);
   routing::RoutingScratch scratch;
   routing::route(*snapshot, entry, request, rng, scratch);  // grow the scratch space once
@@ -120,6 +148,17 @@ void BM_RouteLoadBalanceDraining(benchmark::State& state) {
 BENCHMARK(BM_RouteLeastRequestDraining)->Arg(8)->Arg(64)->Arg(512)->Arg(4096);
 BENCHMARK(BM_RouteLoadBalanceDraining)->Arg(8)->Arg(64)->Arg(512)->Arg(4096);
 BENCHMARK(BM_RouteLoadBalanceWarming)->Arg(8)->Arg(64)->Arg(512)->Arg(4096);
+
+// SLO routing: per candidate a profile prediction at its load, the learned correction and the
+// GPU type's cost per request for the shape.
+void BM_RouteSloLeastLoad(benchmark::State& state) {
+  routeBenchmark(state, "slo-least-load", 0, 0, 0, true);
+}
+void BM_RouteSloPackLoad(benchmark::State& state) {
+  routeBenchmark(state, "slo-pack-load", 0, 0, 0, true);
+}
+BENCHMARK(BM_RouteSloLeastLoad)->Arg(8)->Arg(64)->Arg(512)->Arg(4096);
+BENCHMARK(BM_RouteSloPackLoad)->Arg(8)->Arg(64)->Arg(512)->Arg(4096);
 
 }  // namespace
 }  // namespace switchyard

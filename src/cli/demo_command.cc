@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -189,7 +190,43 @@ struct StrategyResult {
   double queue_peak = 0;    // the gateway's largest queue depth sampled in the window
 };
 
-// The model's `slo:` for the strategies that route by it: the goodput SLO, emulated profiles.
+// "key:value,key:value" as pairs; nullopt when a part has no ':' or an empty side.
+std::optional<std::vector<std::pair<std::string, std::string>>> keyValuePairs(
+    const std::string& spec) {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  size_t at = 0;
+  while (at < spec.size()) {
+    size_t end = spec.find(',', at);
+    if (end == std::string::npos) end = spec.size();
+    const std::string part = spec.substr(at, end - at);
+    const size_t colon = part.find(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == part.size()) return std::nullopt;
+    pairs.emplace_back(part.substr(0, colon), part.substr(colon + 1));
+    at = end + 1;
+  }
+  return pairs;
+}
+
+// `--gpu-costs` as a YAML flow map ("{ A10: 1.006, L20: 1.861 }"), each type among `types`;
+// nullopt when malformed.
+std::optional<std::string> gpuCostsMap(const std::string& spec,
+                                       const std::vector<std::string>& types) {
+  const auto pairs = keyValuePairs(spec);
+  if (!pairs) return std::nullopt;
+  std::string map;
+  for (const auto& [gpu, value] : *pairs) {
+    char* stop = nullptr;
+    const double price = std::strtod(value.c_str(), &stop);
+    if (*stop != '\0' || !(price > 0) || std::find(types.begin(), types.end(), gpu) == types.end()) {
+      return std::nullopt;
+    }
+    map += fmt::format("{}{}: {}", map.empty() ? "" : ", ", gpu, price);
+  }
+  return "{ " + map + " }";
+}
+
+// The model's `slo:` for the strategies that route by it: the goodput SLO, emulated profiles,
+// the GPU prices when given.
 std::string sloBlock(const DemoOptions& o) {
   std::string objective = fmt::format("tpot={}ms", o.slo_tpot_ms);
   if (o.slo_ttft_ms > 0) objective += fmt::format(",ttft={}ms", o.slo_ttft_ms);
@@ -197,29 +234,26 @@ std::string sloBlock(const DemoOptions& o) {
   for (const std::string& gpu : distinct(o.gpus)) {
     profiles += fmt::format("{}{}: emulated", profiles.empty() ? "" : ", ", gpu);
   }
-  return fmt::format("    slo: {{ objective: \"{}\", percentile: 99, profiles: {{ {} }} }}\n",
-                     objective, profiles);
+  const std::optional<std::string> costs =
+      o.gpu_costs.empty() ? std::nullopt : gpuCostsMap(o.gpu_costs, distinct(o.gpus));
+  return fmt::format("    slo: {{ objective: \"{}\", percentile: 99, profiles: {{ {} }}{} }}\n",
+                     objective, profiles, costs ? ", costs: " + *costs : "");
 }
 
 // The mix with each class pinned to its GPU type as `--oracle` says; nullopt when malformed.
 std::optional<std::vector<loadgen::RequestClass>> pinnedMix(
     std::vector<loadgen::RequestClass> mix, const std::string& oracle) {
-  size_t at = 0;
-  while (at < oracle.size()) {
-    size_t end = oracle.find(',', at);
-    if (end == std::string::npos) end = oracle.size();
-    const std::string part = oracle.substr(at, end - at);
-    const size_t colon = part.find(':');
-    if (colon == std::string::npos || colon == 0 || colon + 1 == part.size()) return std::nullopt;
+  const auto pairs = keyValuePairs(oracle);
+  if (!pairs) return std::nullopt;
+  for (const auto& [name, gpu] : *pairs) {
     bool found = false;
     for (auto& c : mix) {
-      if (c.name == part.substr(0, colon)) {
-        c.gpu = part.substr(colon + 1);
+      if (c.name == name) {
+        c.gpu = gpu;
         found = true;
       }
     }
     if (!found) return std::nullopt;
-    at = end + 1;
   }
   return mix;
 }
@@ -507,6 +541,11 @@ int runDemo(const DemoOptions& options) {
       !pinnedMix(mix, options.oracle)) {
     std::fprintf(stderr, "demo: the oracle strategy needs --oracle class:GPU,... naming the "
                          "mix's classes\n");
+    return 2;
+  }
+  if (!options.gpu_costs.empty() && !gpuCostsMap(options.gpu_costs, types)) {
+    std::fprintf(stderr, "demo: --gpu-costs must be GPU:price,... with prices above 0, each "
+                         "GPU one of --gpus\n");
     return 2;
   }
 

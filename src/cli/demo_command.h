@@ -40,6 +40,9 @@ struct DemoOptions {
   // The fixed assignment the strategy `oracle` runs: "class:GPU,…" (each request class of the mix
   // pinned to a GPU type with x-switchyard-gpu, least-request within it).
   std::string oracle;
+  // Prices per replica-hour for the slo strategies' cost preference: "GPU:price,…" (empty: the
+  // emulated profiles' cost of 1 each).
+  std::string gpu_costs;
 };
 
 // 0 when the runs completed and every measured request succeeded, 1 otherwise.

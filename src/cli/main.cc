@@ -134,6 +134,9 @@ int main(int argc, char** argv) {
   demo->add_option("--csv", demo_options.csv_path, "write one row per load x strategy x GPU type");
   demo->add_option("--oracle", demo_options.oracle,
                    "the `oracle` strategy's fixed assignment, class:GPU,... (e.g. chat:A10,code:L20)");
+  demo->add_option("--gpu-costs", demo_options.gpu_costs,
+                   "prices per replica-hour for the slo strategies, GPU:price,... "
+                   "(e.g. A10:1.006,L20:1.861; default 1 each)");
   demo->add_option("--gpus", demo_options.gpus, "emulated GPU, one replica each")
       ->delimiter(',');
   demo->add_option("--strategies", demo_options.strategies, "routing strategies to compare")

@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -57,6 +58,7 @@ std::shared_ptr<const profile::SloProfiles> parseSloProfiles(const YAML::Node& n
   bool has_objective = false;
   int percentile = -1;
   std::vector<std::pair<std::string, std::string>> sources;
+  std::vector<std::pair<std::string, double>> costs;  // per GPU type, overriding the profiles'
   for (auto it = node.begin(); it != node.end(); ++it) {
     const std::string key = it->first.as<std::string>();
     const std::string full = where + "." + key;
@@ -79,6 +81,14 @@ std::shared_ptr<const profile::SloProfiles> parseSloProfiles(const YAML::Node& n
         sources.emplace_back(
             p->first.as<std::string>(),
             scalar<std::string>(p->second, full + "." + p->first.as<std::string>()));
+      }
+    } else if (key == "costs") {
+      if (!it->second.IsMap()) throw ConfigError(full + ": must map GPU types to prices");
+      for (auto c = it->second.begin(); c != it->second.end(); ++c) {
+        const std::string gpu = c->first.as<std::string>();
+        const double cost = number(c->second, full + "." + gpu, 0, 1e9);
+        if (!(cost > 0)) throw ConfigError(full + "." + gpu + ": must be above 0");
+        costs.emplace_back(gpu, cost);
       }
     } else {
       throw ConfigError(full + ": unknown key");
@@ -110,6 +120,13 @@ std::shared_ptr<const profile::SloProfiles> parseSloProfiles(const YAML::Node& n
     out->gpus.push_back(gpu);
     out->profiles.push_back(
         emulatedProfile(gpu, model, out->objective, where + ".profiles." + gpu));
+  }
+  for (const auto& [gpu, cost] : costs) {
+    const auto at = std::find(out->gpus.begin(), out->gpus.end(), gpu);
+    if (at == out->gpus.end()) {
+      throw ConfigError(where + ".costs." + gpu + ": no profile names this GPU type");
+    }
+    out->profiles[static_cast<size_t>(at - out->gpus.begin())].cost = cost;
   }
   return out;
 }

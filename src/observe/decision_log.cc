@@ -74,7 +74,8 @@ void fillDecisionRecord(DecisionRecord& record, const routing::Decision& decisio
     record.rows[n++] = {replica_slots[row.replica_index], static_cast<uint8_t>(row.excluded),
                         row.in_pick_set,    row.score,
                         row.synthetic_load, row.predicted_ttft,
-                        row.predicted_tpot, row.prefix_blocks, row.prefix_exact};
+                        row.predicted_tpot, row.cost_per_request,
+                        row.prefix_blocks,  row.prefix_exact};
   };
   const routing::CandidateRow* chosen = decision.rowOf(decision.chosen);
   if (chosen != nullptr) add(*chosen);
@@ -194,6 +195,12 @@ std::string renderDecisionsJson(std::vector<DecisionRecord> records,
           fmt::format_to(std::back_inserter(out),
                          R"(,"predicted_ttft_ms":{:.1f},"predicted_tpot_ms":{:.2f})",
                          row.predicted_ttft * 1e3, row.predicted_tpot * 1e3);
+        }
+        if (std::isfinite(row.cost_per_request) && row.cost_per_request >= 0) {
+          fmt::format_to(std::back_inserter(out), R"(,"cost_per_request":{:.3g})",
+                         row.cost_per_request);
+        } else if (std::isinf(row.cost_per_request)) {
+          out.append(R"(,"cost_per_request":null)");  // the profile promises no rate here
         }
         if (row.prefix_blocks >= 0) {
           fmt::format_to(std::back_inserter(out),

@@ -33,6 +33,7 @@ struct DecisionRecord {
     double synthetic_load = 0;  // slow start's part of the score
     float predicted_ttft = -1;  // SLO routing: predicted latency (seconds; -1 none)
     float predicted_tpot = -1;
+    float cost_per_request = -1;  // SLO routing: the shape's cost there (+inf: no rate; -1 none)
     int32_t prefix_blocks = -1;  // prefix-cache: leading prompt blocks cached there (-1: n/a)
     bool prefix_exact = false;   // ... from the replica's KV events (else approximate)
   };

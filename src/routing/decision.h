@@ -36,6 +36,7 @@ struct CandidateRow {
                               // within the band the fastest was chosen from
   float predicted_ttft = -1;  // SLO routing: predicted latency here (seconds; -1 unknown)
   float predicted_tpot = -1;
+  float cost_per_request = -1;  // SLO routing: the shape's cost on this GPU type (+inf: no rate)
   int32_t prefix_blocks = -1;  // prefix-cache: leading prompt blocks cached here (-1: not asked)
   bool prefix_exact = false;   // ... per the replica's KV events (else the approximate index)
 };

@@ -369,6 +369,7 @@ Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& mo
     if (predicted) {
       row.predicted_ttft = static_cast<float>(scratch.inputs[i].predicted_ttft);
       row.predicted_tpot = static_cast<float>(scratch.inputs[i].predicted_tpot);
+      row.cost_per_request = static_cast<float>(scratch.inputs[i].cost_per_request);
     }
     if (prefix) {
       row.prefix_blocks = static_cast<int32_t>(scratch.inputs[i].prefix_blocks);

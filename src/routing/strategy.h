@@ -42,6 +42,9 @@ struct CandidateInputs {
   // objective (seconds; -1 unknown). A strategy that fills these says so (ScoreNote::predicted).
   double predicted_ttft = -1;
   double predicted_tpot = -1;
+  // ...and what serving it there costs: the GPU type's price per replica-hour over the requests
+  // per hour its profile serves within the SLO at this shape (+inf: no rate; -1 unknown).
+  double cost_per_request = -1;
   // Prefix-cache routing: leading prompt blocks probably cached on the candidate. A strategy
   // that fills it says so (ScoreNote::prefix).
   uint32_t prefix_blocks = 0;

@@ -27,7 +27,7 @@ class SloRoutingGatewayTest : public ::testing::Test {
         "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nworkers: 1\n"
         "models:\n  - name: llama2-7b\n    routing_strategy: slo\n"
         "    slo: { objective: tpot=50ms, percentile: 99,"
-        " profiles: { A10: emulated, L20: emulated } }\n"
+        " profiles: { A10: emulated, L20: emulated }, costs: { A10: 1.006, L20: 1.861 } }\n"
         "    replicas:\n" +
             replicaLine(a10_->port(), "A10") + replicaLine(l20_->port(), "L20"),
         ".yaml");
@@ -58,6 +58,7 @@ TEST_F(SloRoutingGatewayTest, DecisionsCarryPredictionsAndTheObjective) {
   EXPECT_NE(decisions.find("\"tpot_ms\":50"), std::string::npos) << decisions;
   EXPECT_NE(decisions.find("\"percentile\":99"), std::string::npos) << decisions;
   EXPECT_NE(decisions.find("\"fallback\":\"none\""), std::string::npos) << decisions;
+  EXPECT_NE(decisions.find("\"cost_per_request\":"), std::string::npos) << decisions;
 }
 
 TEST_F(SloRoutingGatewayTest, ALongPromptGoesWhereItsTokensAreFastEnough) {
@@ -84,18 +85,41 @@ TEST_F(SloRoutingGatewayTest, AGpuTypeCanBePinnedAndAnUnknownOneIsRefused) {
   EXPECT_NE(refused.body.find("gpu_not_served"), std::string::npos) << refused.body;
 }
 
-TEST(SloRoutingConfigTest, AProfileFileThatDoesNotExistIsALoadError) {
+// Whether a gateway refuses to start with this `slo:` block.
+bool refusedAtLoad(const std::string& slo) {
   TempFile config(
       "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nworkers: 1\n"
       "models:\n  - name: llama2-7b\n    routing_strategy: slo\n"
-      "    slo: { objective: tpot=50ms, profiles: { A10: /nonexistent/a10.json } }\n"
+      "    slo: " + slo + "\n"
       "    replicas:\n      - address: 127.0.0.1:9\n        labels: { gpu: A10 }\n",
       ".yaml");
   auto process = spawnSwitchyard({"gateway", "--config", config.path()});
-  EXPECT_TRUE(process->waitForListening(deadlineIn(kStartTimeout)).empty());
-  const std::optional<int> status = process->waitExit(deadlineIn(10s));
-  ASSERT_TRUE(status.has_value());
-  EXPECT_NE(*status, 0);
+  EXPECT_TRUE(process->waitForListening(deadlineIn(kStartTimeout)).empty()) << slo;
+  const std::optional<int> status = process->waitExit(deadlineIn(60s));
+  return status.has_value() && *status != 0;
+}
+
+TEST(SloRoutingConfigTest, AProfileFileThatDoesNotExistIsALoadError) {
+  EXPECT_TRUE(refusedAtLoad("{ objective: tpot=50ms, profiles: { A10: /nonexistent/a10.json } }"));
+}
+
+TEST(SloRoutingConfigTest, APriceForAnUnprofiledTypeOrNotAboveZeroIsALoadError) {
+  EXPECT_TRUE(refusedAtLoad(
+      "{ objective: tpot=50ms, profiles: { A10: emulated }, costs: { H100: 3 } }"));
+  EXPECT_TRUE(refusedAtLoad(
+      "{ objective: tpot=50ms, profiles: { A10: emulated }, costs: { A10: 0 } }"));
+  EXPECT_TRUE(refusedAtLoad(
+      "{ objective: tpot=50ms, profiles: { A10: emulated }, costs: [1] }"));
+}
+
+TEST(SloRoutingConfigTest, TheDemoRefusesMalformedGpuPricesBeforeStartingAFleet) {
+  for (const char* costs : {"H100:2", "A10:abc", "A10:0", "A10"}) {
+    auto process = spawnSwitchyard({"demo", "--gpus", "A10,L20", "--strategies", "slo",
+                                    "--gpu-costs", costs, "--seconds", "1"});
+    const std::optional<int> status = process->waitExit(deadlineIn(30s));
+    ASSERT_TRUE(status.has_value()) << costs;
+    EXPECT_EQ(*status, 2) << costs;
+  }
 }
 
 }  // namespace

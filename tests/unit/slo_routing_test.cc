@@ -62,9 +62,13 @@ class SloRoutingTest : public ::testing::Test {
     slo->profiles.push_back(makeProfile("A10", 0.020, 4.0, 1.5));
     // L20: 30 ms/token, and long prompts cost it little.
     slo->profiles.push_back(makeProfile("L20", 0.030, 1.2, 0.6));
+    applyFleet(slo);
+  }
+  // Two A10 and two L20 replicas of model "m" with these profiles.
+  void applyFleet(std::shared_ptr<const profile::SloProfiles> slo) {
     fleet::ModelSpec model;
     model.name = "m";
-    model.slo = slo;
+    model.slo = std::move(slo);
     model.replicas.push_back({"10.0.0.1:9000", {{"gpu", "A10"}}});
     model.replicas.push_back({"10.0.0.1:9001", {{"gpu", "A10"}}});
     model.replicas.push_back({"10.0.0.1:9002", {{"gpu", "L20"}}});
@@ -116,6 +120,38 @@ TEST_F(SloRoutingTest, LeastLoadSpreadsAndPackLoadConsolidates) {
   setRunning(2, 12);
   setRunning(3, 12);
   EXPECT_EQ(decide("slo-pack-load", 64).chosen, 0);
+}
+
+TEST_F(SloRoutingTest, TheCheapestTypeThatMeetsTheSloComesFirst) {
+  // Prices per replica-hour: A10 1, L20 `l20_cost`, at the same profiled rates.
+  auto price = [&](double l20_cost) {
+    auto priced = std::make_shared<profile::SloProfiles>(*model().slo);
+    priced->profiles[0].cost = 1;
+    priced->profiles[1].cost = l20_cost;
+    applyFleet(priced);
+    setRunning(0, 6);  // A10s: 37.5 ms per token at 7 in flight, within 50 ms but with less
+    setRunning(1, 6);  // headroom than the idle L20s (34 ms)
+  };
+  // The L20 costs three times as much per short request: an A10 is the cheaper place for it,
+  // although the L20s have more headroom.
+  price(3);
+  for (std::string_view strategy : {"slo", "slo-least-load", "slo-pack-load"}) {
+    const Decision d = decide(strategy, 64);
+    EXPECT_EQ(gpuOf(d), "A10") << strategy;
+    for (const CandidateRow& row : d.rows) {
+      const bool a10 = model().replicas[row.replica_index].gpu == "A10";
+      EXPECT_NEAR(row.cost_per_request, (a10 ? 1.0 : 3.0) / (3600 * 10), 1e-9);
+    }
+  }
+  // A long prompt meets the SLO only on an L20, whatever it costs.
+  EXPECT_EQ(gpuOf(decide("slo-least-load", 4096)), "L20");
+  // A10s loaded past the SLO (52.5 ms per token at 13): the dearer L20s take short prompts.
+  setRunning(0, 12);
+  setRunning(1, 12);
+  EXPECT_EQ(gpuOf(decide("slo-least-load", 64)), "L20");
+  // Within 10 % of each other the prices are one tier: headroom alone decides.
+  price(1.05);
+  EXPECT_EQ(gpuOf(decide("slo-least-load", 64)), "L20");
 }
 
 TEST_F(SloRoutingTest, PullingHoldsWhenNoReplicaWouldMeetTheSlo) {

@@ -15,6 +15,12 @@ constexpr double kMinCorrection = 0.5;
 constexpr double kMaxCorrection = 2.0;
 // Added to the score of a replica predicted to miss the SLO: far above any that meets it.
 constexpr double kMissPenalty = 1000;
+// Cost preference among replicas that meet the SLO: GPU types whose cost per request is within
+// this factor of the cheapest are one tier (spread or packed by headroom alone); each further
+// factor is a tier further down. Tiers are kTierStep apart, wider than the headroom term (0..1).
+constexpr double kCostBand = 1.1;
+constexpr double kTierStep = 2;
+constexpr double kMaxTier = 100;  // kMaxTier × kTierStep stays far below kMissPenalty
 
 // The replica's own time per token at n streams from its learned batching curve; NaN unknown.
 double learnedTimePerToken(const fleet::LearnedCapacity& learned, double n) {
@@ -40,10 +46,10 @@ struct Predicted {
   double v = 0;     // violation: <= 1 meets the objective
 };
 
-// The request on `replica` with `n` streams in flight (this one included), from `profile`.
-Predicted predictOn(const profile::GpuProfile& profile, const fleet::ReplicaState& replica,
-                    const profile::Slo& objective, double prompt, double output, double n) {
-  const profile::Prediction p = profile.predict(prompt, output, n);
+// The request on `replica` with `n` streams in flight (this one included), from the profile's
+// prediction `p` at that load.
+Predicted predictOn(const profile::Prediction& p, const fleet::ReplicaState& replica,
+                    const profile::Slo& objective, double output, double n) {
   if (!p.valid) return {};
   double tpot = p.tpot_tail;
   const double learned = learnedTimePerToken(replica.capacity(), n);
@@ -52,6 +58,75 @@ Predicted predictOn(const profile::GpuProfile& profile, const fleet::ReplicaStat
   const double e2e = p.ttft_tail + std::max(0.0, output - 1) * tpot;
   return {true, p.ttft_tail, tpot, violation(objective, p.ttft_tail, tpot, e2e)};
 }
+
+// What serving this shape costs on `profile`: its price per replica-hour over the requests per
+// hour it serves within the SLO (infinite where the profile promises no rate).
+double costPerRequest(const profile::GpuProfile& profile, double prompt, double output) {
+  const double rate = profile.maxRate(prompt, output);
+  return rate > 0 ? profile.cost / (3600 * rate) : INFINITY;
+}
+
+// The cost tier of `cost` against the cheapest candidate that meets the SLO.
+double costTier(double cost, double cheapest) {
+  if (!(cheapest > 0) || !std::isfinite(cheapest)) return 0;
+  if (!std::isfinite(cost)) return kMaxTier;
+  return std::min(kMaxTier, std::floor(std::log(cost / cheapest) / std::log(kCostBand) + 1e-9));
+}
+
+// One decision's profile lookups: the candidates of a GPU type share its profile, and loads
+// repeat (requests in flight are small integers), so each (profile, load) is interpolated once
+// and each profile's cost per request once. A decision over a few GPU types then costs a few
+// interpolations plus one correction per candidate. On the stack; no allocation.
+class ProfileMemo {
+ public:
+  ProfileMemo(double prompt, double output) : prompt_(prompt), output_(output) {}
+
+  profile::Prediction at(const profile::GpuProfile& profile, int64_t n) {
+    Entry* e = entry(profile);
+    if (e == nullptr || n < 1 || n > kLoads) {
+      return profile.predict(prompt_, output_, static_cast<double>(n));
+    }
+    const uint64_t bit = uint64_t{1} << (n - 1);
+    if (!(e->known & bit)) {
+      e->at[n - 1].p = profile.predict(prompt_, output_, static_cast<double>(n));
+      e->known |= bit;
+    }
+    return e->at[n - 1].p;
+  }
+  double cost(const profile::GpuProfile& profile) {
+    Entry* e = entry(profile);
+    if (e == nullptr) return costPerRequest(profile, prompt_, output_);
+    if (e->cost < 0) e->cost = costPerRequest(profile, prompt_, output_);
+    return e->cost;
+  }
+
+ private:
+  static constexpr int kProfiles = 8;  // GPU types per model beyond this are not memoised
+  static constexpr int kLoads = 64;    // loads 1..kLoads (one bit each in `known`)
+  union Slot {  // left uninitialised until its bit in `known` is set: no per-decision zeroing
+    Slot() {}
+    profile::Prediction p;
+  };
+  struct Entry {
+    const profile::GpuProfile* profile = nullptr;
+    double cost = -1;
+    uint64_t known = 0;
+    Slot at[kLoads];
+  };
+  Entry* entry(const profile::GpuProfile& profile) {
+    for (int i = 0; i < used_; ++i) {
+      if (entries_[i].profile == &profile) return &entries_[i];
+    }
+    if (used_ == kProfiles) return nullptr;
+    entries_[used_].profile = &profile;
+    return &entries_[used_++];
+  }
+
+  double prompt_;
+  double output_;
+  int used_ = 0;
+  Entry entries_[kProfiles];
+};
 
 }  // namespace
 
@@ -75,28 +150,40 @@ ScoreNote SloStrategy::score(const ScoringContext& context, std::span<const uint
                             ? context.shape.max_tokens
                             : model.runtime->output_lengths.estimate(prompt, kDefaultOutputTokens);
   const bool pack = variant_ == SloVariant::kPackLoad;
+  ProfileMemo memo(prompt, output);
   bool any_meets = false;
+  double cheapest = INFINITY;  // cost per request of the cheapest candidate meeting the SLO
   for (size_t i = 0; i < candidates.size(); ++i) {
     const fleet::ReplicaState& replica = *model.replicas[candidates[i]].state;
-    const double running = static_cast<double>(replica.globalRunning());
+    const int64_t in_flight = replica.globalRunning();
+    const double running = static_cast<double>(in_flight);
     const double n = running + 1;
-    const Predicted p =
-        predictOn(*model.replica_profiles[candidates[i]], replica, objective, prompt, output, n);
+    const profile::GpuProfile& profile = *model.replica_profiles[candidates[i]];
+    const Predicted p = predictOn(memo.at(profile, in_flight + 1), replica, objective, output, n);
     CandidateInputs& in = context.inputs[i];
+    tiebreak[i] = pack ? -running : running;
+    in.cost_per_request = memo.cost(profile);
     if (!p.valid) {
       // Outside what the profile measured: no promise either way; ranked after any that meets.
       in.predicted_ttft = -1;
       in.predicted_tpot = -1;
       scores[i] = kMissPenalty + n;
-      tiebreak[i] = pack ? -running : running;
       continue;
     }
     in.predicted_ttft = p.ttft;
     in.predicted_tpot = p.tpot;
     const bool meets = p.v <= 1;
     any_meets |= meets;
+    if (meets) cheapest = std::min(cheapest, in.cost_per_request);
     scores[i] = meets ? (pack ? 1 - p.v : p.v) : kMissPenalty + p.v;
-    tiebreak[i] = pack ? -running : running;
+  }
+  // Among those that meet it, the cheapest GPU type for this shape first, so the dearer types
+  // stay free for the shapes only they can serve in time (the optimizer's assignment of cells
+  // to types); headroom (or packing) decides within a tier.
+  for (size_t i = 0; any_meets && i < candidates.size(); ++i) {
+    if (scores[i] < kMissPenalty) {
+      scores[i] += kTierStep * costTier(context.inputs[i].cost_per_request, cheapest);
+    }
   }
   note.predicted = true;
   if (variant_ != SloVariant::kLeastLoadPulling || any_meets || context.dry_run) return note;
@@ -105,7 +192,7 @@ ScoreNote SloStrategy::score(const ScoringContext& context, std::span<const uint
   for (size_t i = 0; i < candidates.size() && !note.hold; ++i) {
     const fleet::ReplicaState& replica = *model.replicas[candidates[i]].state;
     const Predicted alone =
-        predictOn(*model.replica_profiles[candidates[i]], replica, objective, prompt, output, 1);
+        predictOn(memo.at(*model.replica_profiles[candidates[i]], 1), replica, objective, output, 1);
     note.hold = alone.valid && alone.v <= 1;
   }
   return note;

@@ -15,8 +15,13 @@ namespace switchyard::routing {
 // The prompt is estimated from the body; the output is the request's max_tokens, else what the
 // model's requests of that prompt size produced (learned from completions), else 256.
 // Replicas predicted to meet the SLO score v (slo-least-load: the most headroom first) or 1 − v
-// (slo-pack-load: the fullest that still meets it, consolidating); those predicted to miss it
-// score 1000 + v, so they are chosen only when nobody meets it, the least violation first.
+// (slo-pack-load: the fullest that still meets it, consolidating), plus 2 × their cost tier: the
+// cost per request of the shape on the replica's GPU type (profile cost ÷ the profile's highest
+// rate within the SLO at that shape) against the cheapest that meets the SLO, in bands of 10 %
+// (tier 0 = within 10 % of the cheapest). So among the types that can serve a request in time
+// the cheapest for its shape is filled first and the dearer ones are kept for the shapes only
+// they serve in time, as the optimizer sized them. Those predicted to miss it score 1000 + v,
+// so they are chosen only when nobody meets it, the least violation first.
 // slo-least-load-pulling (and `slo`) scores like slo-least-load but, when no candidate meets the
 // SLO now and some would serving it alone, asks the gateway to hold the request in its queue
 // until one does (ScoreNote::hold); a request nobody would serve in time even alone goes now.
