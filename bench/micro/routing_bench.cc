@@ -3,7 +3,9 @@
 // Run: build/release/micro_bench --benchmark_filter=Route
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <string>
+#include <vector>
 
 #include "alloc_counter.h"
 #include "engine/perf_profiles.h"
@@ -36,10 +38,16 @@ std::shared_ptr<const profile::SloProfiles> sloProfiles() {
 // warming_every > 0: every n-th replica joined 1 s ago and is inside its slow-start ramp.
 // sample > 0: candidate sampling draws this many replicas per decision.
 // draining_every > 0: every n-th replica is draining (excluded by the lifecycle filter).
+// How a live decision is timed: steady_clock read before and after, as the worker does. With
+// `evict`, every decision first walks a buffer larger than the core's L2 (2.5 MiB here), as a
+// worker's parsing, syscalls and relaying between two requests do, so the decision starts with
+// the fleet's state, the strategy's code data and the scratch space out of L1/L2.
+enum class Timing { kLoop, kClockPerDecision, kClockAfterEviction };
+
 // slo: the model has SLO profiles and the request a shape (512 prompt, 128 output tokens).
 void routeBenchmark(benchmark::State& state, std::string_view strategy_name,
                     int warming_every = 0, uint32_t sample = 0, int draining_every = 0,
-                    bool slo = false) {
+                    bool slo = false, Timing timing = Timing::kLoop) {
   const int replicas = static_cast<int>(state.range(0));
   fleet::ModelSpec model;
   model.name = "m";
@@ -87,11 +95,25 @@ void routeBenchmark(benchmark::State& state, std::string_view strategy_name,
   routing::route(*snapshot, entry, request, rng, scratch);  // grow the scratch space once
 
   bench::AllocCounter allocs;
+  if (timing == Timing::kLoop) {
+    for (auto _ : state) {
+      routing::Decision d = routing::route(*snapshot, entry, request, rng, scratch);
+      benchmark::DoNotOptimize(d.chosen);
+    }
+    allocs.report(state);
+    return;
+  }
+  std::vector<uint64_t> evictor(timing == Timing::kClockAfterEviction ? (8u << 20) / 8 : 0);
+  uint64_t sink = 0;
   for (auto _ : state) {
+    for (size_t i = 0; i < evictor.size(); i += 8) sink += ++evictor[i];  // one write per line
+    const auto started = std::chrono::steady_clock::now();
     routing::Decision d = routing::route(*snapshot, entry, request, rng, scratch);
     benchmark::DoNotOptimize(d.chosen);
+    state.SetIterationTime(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   }
-  allocs.report(state);
+  benchmark::DoNotOptimize(sink);
 }
 
 void BM_RouteRandom(benchmark::State& state) { routeBenchmark(state, "random"); }
@@ -158,6 +180,22 @@ void BM_RouteSloPackLoad(benchmark::State& state) {
   routeBenchmark(state, "slo-pack-load", 0, 0, 0, true);
 }
 BENCHMARK(BM_RouteSloLeastLoad)->Arg(8)->Arg(64)->Arg(512)->Arg(4096);
+
+// The live figure (switchyard_routing_decision_seconds) against the loop above: the same
+// decision timed by two clock reads, with warm caches and after evicting L1/L2.
+void BM_RouteLoadBalanceClocked(benchmark::State& state) {
+  routeBenchmark(state, "load-balance", 0, 0, 0, false, Timing::kClockPerDecision);
+}
+void BM_RouteLoadBalanceClockedCold(benchmark::State& state) {
+  routeBenchmark(state, "load-balance", 0, 0, 0, false, Timing::kClockAfterEviction);
+}
+void BM_RouteLeastRequestClockedCold(benchmark::State& state) {
+  routeBenchmark(state, "least-request", 0, 0, 0, false, Timing::kClockAfterEviction);
+}
+BENCHMARK(BM_RouteLoadBalanceClocked)->Arg(2)->Arg(8)->Arg(64)->UseManualTime();
+// Each cold decision walks 8 MiB first (about a millisecond): a fixed count keeps it short.
+BENCHMARK(BM_RouteLoadBalanceClockedCold)->Arg(2)->Arg(8)->Arg(64)->UseManualTime()->Iterations(4000);
+BENCHMARK(BM_RouteLeastRequestClockedCold)->Arg(2)->Arg(8)->Arg(64)->UseManualTime()->Iterations(4000);
 BENCHMARK(BM_RouteSloPackLoad)->Arg(8)->Arg(64)->Arg(512)->Arg(4096);
 
 }  // namespace
