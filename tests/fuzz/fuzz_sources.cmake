@@ -71,6 +71,7 @@ set(SWITCHYARD_FUZZ_SOURCES
   src/routing/strategies/slo.cc
   src/routing/strategy_registry.cc
   src/routing/strategy_spec.cc
+  src/sim/autoscale_config.cc
   src/sim/scenario.cc
   src/state/redis/blocking_redis.cc
   src/state/redis/redis_value.cc
