@@ -74,6 +74,16 @@ double gapBetweenTypes(const RunResult& run, Value value) {
   return known >= 2 ? hi - lo : NAN;
 }
 
+// "TPOT <= 50 ms, E2E <= 30000 ms": the limits that are checked ("none").
+std::string sloText(const Slo& slo) {
+  std::string out;
+  for (const auto& [name, limit] : {std::pair{"TPOT", slo.tpot_ms}, std::pair{"TTFT", slo.ttft_ms},
+                                    std::pair{"E2E", slo.e2e_ms}}) {
+    if (limit > 0) out += fmt::format("{}{} <= {} ms", out.empty() ? "" : ", ", name, limit);
+  }
+  return out.empty() ? "none" : out;
+}
+
 }  // namespace
 
 std::string fileStem(const std::string& strategy) {
@@ -88,16 +98,14 @@ std::string formatSummary(const RunSet& set) {
   const Scenario& s = *set.scenario;
   std::string out = fmt::format(
       "scenario {} (seed {}): {} replicas, {} gateway(s){}, {:.0f} s of arrivals, measured from "
-      "{:.0f} s; SLO: TPOT <= {} ms{}{}\n",
+      "{:.0f} s; SLO: {}\n",
       s.name, s.seed, s.replicaCount(), s.gateways.count,
       s.gateways.shared_state
           ? fmt::format(" sharing state every {} ms (+{} ms)", s.gateways.sync_interval / kNsPerMs,
                         s.gateways.sync_delay / kNsPerMs)
           : "",
       static_cast<double>(s.duration) / 1e9, static_cast<double>(s.warmup) / 1e9,
-      s.record.slo.tpot_ms,
-      s.record.slo.ttft_ms > 0 ? fmt::format(", TTFT <= {} ms", s.record.slo.ttft_ms) : "",
-      s.record.slo.e2e_ms > 0 ? fmt::format(", E2E <= {} ms", s.record.slo.e2e_ms) : "");
+      sloText(s.record.slo));
   if (!set.capacities.empty()) {
     out += "capacity (each GPU type alone, saturated by the mix):";
     for (const TypeCapacity& t : set.capacities) {
