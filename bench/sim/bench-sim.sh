@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make bench-sim`: the fleet simulator's studies 1-3 (docs/simulation.md) at a reduced size, in
+# `make bench-sim`: the fleet simulator's studies 1-5 (docs/simulation.md) at a reduced size, in
 # a few minutes: every later routing change can be judged against them. For each study the
 # simulator writes its summary, CSV series, JSON and PNG plots under build/bench-sim/<study>/;
 # this script prints the figures each study is about.
@@ -27,6 +27,8 @@ run() {  # name scenario [extra simulate options...]
 run study1-rank bench/sim/study1-rank-1000.yaml --duration 60
 run study2-stampede bench/sim/study2-stampede-1000.yaml
 run study3-hetero bench/sim/study3-hetero-1000.yaml --duration 120
+run study4-day bench/sim/study4-day.yaml
+run study5-deadline bench/sim/study5-deadline-1000.yaml
 
 python3 - "$out" <<'PY'
 import json, sys
@@ -66,6 +68,24 @@ for name, r in s3["strategies"].items():
     shares = " ".join(f"{g} {100*v:.0f}%" for g, v in r["share_by_gpu"].items())
     print(f"{name:<26} {'-' if conv is None else f'{conv:.0f}':>11} {100*r['busy_gap']:>11.1f} "
           f"{'-' if gap is None else f'{100*gap:.1f}':>11}  {shares}")
+
+s4 = load("study4-day")
+print(f"\nStudy 4, a day of traffic compressed 60x ({s4['replicas']} replicas at the peak):")
+print(f"{'run':<26} {'cost $':>8} {'replica-h':>9} {'SLO att.':>8} {'TPOT p99':>8} {'$/h min-max':>12}")
+for name, r in s4["strategies"].items():
+    a = r.get("autoscale")
+    span = f"{a['usd_per_hour_min']:.0f}-{a['usd_per_hour_max']:.0f}" if a else "-"
+    print(f"{name:<26} {r['cost_usd']:>8.2f} {r['replica_hours']:>9.2f} {100*r['goodput']:>7.1f}% "
+          f"{ms(r['tpot_p99_ms']):>8} {span:>12}")
+
+s5 = load("study5-deadline")
+print(f"\nStudy 5, deadline admission ({s5['replicas']} replicas, {s5['gateways']} gateways):")
+print(f"{'mode':<10} {'goodput':>8} {'E2E p99 ms':>10} {'wasted slot-s':>13} {'wasted tok':>11}  refused by code")
+for name, r in s5["strategies"].items():
+    codes = ("inflight_limit", "queue_full", "queue_timeout", "deadline_unattainable")
+    refused = " ".join(f"{c}={r['outcomes'][c]}" for c in codes if r["outcomes"][c])
+    print(f"{name:<10} {100*r['goodput']:>7.1f}% {ms(r['e2e_p99_ms']):>10} "
+          f"{r['wasted_slot_seconds']:>13.0f} {r['wasted_tokens']:>11}  {refused or '-'}")
 PY
 echo
 echo "bench-sim: $(( $(date +%s) - started )) s; details in $out/"

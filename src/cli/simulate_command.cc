@@ -184,6 +184,10 @@ int runSimulate(const SimulateOptions& options) {
       for (const sim::RunResult& r : set.runs) {
         ok &= writeFile(fmt::format("{}/{}-seconds.csv", dir, sim::fileStem(r.strategy)),
                         sim::formatSecondsCsv(r));
+        if (!r.autoscale.empty()) {
+          ok &= writeFile(fmt::format("{}/{}-autoscale.csv", dir, sim::fileStem(r.strategy)),
+                          sim::formatAutoscaleCsv(r));
+        }
       }
     }
     if (scenario.record.plots) {

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "fleet/routing_knobs_config.h"
-#include "gateway/admission_config.h"
+#include "admission/admission_config.h"
 #include "gateway/slo_config.h"
 #include "gateway/config_values.h"
 #include "gateway/telemetry_config.h"
@@ -83,7 +83,7 @@ fleet::ModelSpec parseModel(const YAML::Node& node, size_t index, const GatewayC
   model.admission = global.admission;
   model.timeouts = default_timeouts;
   if (const YAML::Node admission = node["admission"]) {
-    parseAdmission(admission, where + ".admission", model.admission);
+    admission::parseAdmission(admission, where + ".admission", model.admission);
   }
   if (const YAML::Node limits = node["limits"]) {
     if (!limits.IsMap()) throw ConfigError(where + ".limits: must be a mapping");
@@ -425,7 +425,7 @@ GatewayConfig parseNode(const YAML::Node& root) {
   }
   if (const YAML::Node discovery = root["discovery"]) parseDiscovery(discovery, config.kubernetes);
   if (const YAML::Node admission = root["admission"]) {
-    parseAdmission(admission, "admission", config.admission);
+    admission::parseAdmission(admission, "admission", config.admission);
   }
   if (const YAML::Node load = root["load_monitor"]) parseLoadMonitor(load, config.load_monitor);
   const YAML::Node models = root["models"];

@@ -21,6 +21,7 @@
 #include "http/listener.h"
 #include "loadgen/load_generator.h"
 #include "observe/load_interval.h"
+#include "optimizer/interval_decision.h"
 #include "optimizer/load_json.h"
 #include "optimizer/load_window.h"
 #include "optimizer/optimizer.h"
@@ -371,14 +372,13 @@ class OptimizeService {
 
   void solve(ModelState& state) {
     const TimeNs now = SteadyClock::instance().now();
-    optimizer::MixProblem problem = problemFor(state);
-    const std::vector<int> floors = state.stabilizer.floors(now, problem.deployments.size());
-    for (size_t d = 0; d < problem.deployments.size(); ++d) {
-      problem.deployments[d].lower = floors[d];
-    }
+    const optimizer::MixProblem problem = problemFor(state);
     optimizer::SolveOptions options;
     options.time_limit = config_.time_limit;
-    optimizer::Recommendation r = optimizer::recommend(problem, options);
+    // The stabilizer's floors, the solve and the hysteresis (optimizer/interval_decision.h).
+    optimizer::IntervalDecision decision =
+        optimizer::decideInterval(problem, state.stabilizer, state.in_force, now, options);
+    optimizer::Recommendation& r = decision.answer;
     ++state.solves;
     state.solved_at = unixNow();
     if (r.timed_out) ++state.timeouts;
@@ -386,26 +386,8 @@ class OptimizeService {
       ++state.infeasible_intervals;
       spdlog::warn("optimize: {}: infeasible: {}", state.model, r.note);
     }
-    // Hysteresis: keep the answer in force while it still fits and the saving is small.
-    state.kept_current = false;
-    if (r.feasible && !r.no_load && state.in_force.size() == problem.deployments.size() &&
-        state.in_force != r.replicas) {
-      optimizer::MixProblem fixed = problem;
-      bool above_floors = true;
-      for (size_t d = 0; d < fixed.deployments.size(); ++d) {
-        fixed.deployments[d].lower = fixed.deployments[d].upper = state.in_force[d];
-        above_floors = above_floors && state.in_force[d] >= floors[d];
-      }
-      const optimizer::Recommendation current = optimizer::recommend(fixed, options);
-      if (above_floors && current.feasible && state.stabilizer.keepCurrent(current.cost, r.cost)) {
-        state.kept_current = true;
-        r.replicas = current.replicas;
-        r.slices = current.slices;
-        r.cost = current.cost;
-      }
-    }
+    state.kept_current = decision.kept_current;
     state.in_force = r.replicas;
-    state.stabilizer.record(now, state.in_force);
     std::string mix;
     for (size_t d = 0; d < problem.deployments.size(); ++d) {
       mix += fmt::format("{}{}={}", d ? " " : "", problem.deployments[d].name, r.replicas[d]);

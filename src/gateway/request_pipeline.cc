@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "admission/deadline.h"
-#include "admission/execution_estimate.h"
+#include "admission/deadline_admission.h"
 #include "profile/slo_profiles.h"
 #include "gateway/queue_seat.h"
 #include "gateway/worker_impl.h"
@@ -27,18 +27,6 @@ Refusal invalidDeadline(std::string_view header) {
 }
 
 void wakeWaiter(void* timer) { static_cast<asio::steady_timer*>(timer)->cancel(); }
-
-// A queued request's execution once its turn comes: on an average replica of the model at its
-// in-flight limit (the slot it gets frees up at that load). -1 unknown.
-TimeNs queuedExecution(const fleet::ModelEntry& model, const ProxyPlan& plan) {
-  const double concurrency = model.limits.max_inflight_per_replica > 0
-                                 ? static_cast<double>(model.limits.max_inflight_per_replica)
-                                 : 1.0;
-  return admission::estimateExecution(fleet::LearnedCapacity{}, model.runtime->learnedMeans(),
-                                      static_cast<double>(plan.prompt_estimate),
-                                      plan.output_estimate, concurrency)
-      .total;
-}
 
 }  // namespace
 
@@ -162,12 +150,7 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn, Request& req, 
     co_return co_await sendRefusal(conn, invalidDeadline(deadline.header), request_id,
                                    keep_alive);
   }
-  const TimeNs deadline_left =
-      deadline.remaining >= 0 ? deadline.remaining
-                              : (model->admission.default_deadline > 0
-                                     ? model->admission.default_deadline
-                                     : -1);
-  if (deadline_left >= 0) plan.deadline_at = plan.arrived + deadline_left;
+  plan.deadline_at = admission::deadlineAt(plan.arrived, deadline.remaining, model->admission);
 
   // Admission before routing.
   if (std::optional<Refusal> refused = admission.beforeRouting(*model, now())) {
@@ -305,8 +288,7 @@ asio::awaitable<AttemptOutcome> Worker::Impl::attempt(ClientConnection& conn, Re
                                                       ProxyPlan& plan,
                                                       std::optional<Refusal>& refusal) {
   const int max_attempts = std::min(config.retry.max_attempts, kMaxAttempts);
-  const bool deadline_aware =
-      model.admission.queue == fleet::QueueMode::kDeadline && plan.deadline_at >= 0;
+  const bool deadline_aware = admission::deadlineAware(model.admission, plan.deadline_at);
   plan.route.now = now();
   const PrefixStage::Probe prefix_probe = prefix.probe(conn.prompt_blocks);
   const bool prefix_routing = plan.prefix;
@@ -347,12 +329,11 @@ asio::awaitable<AttemptOutcome> Worker::Impl::attempt(ClientConnection& conn, Re
 
     // Deadline: a request that cannot finish in time even if it starts now is refused before it
     // costs any GPU time.
-    const admission::ExecutionEstimate predicted = admission::estimateExecution(
-        replica->capacity(), model.runtime->learnedMeans(),
-        static_cast<double>(plan.prompt_estimate), plan.output_estimate,
-        static_cast<double>(replica->globalRunning() + 1));
+    const admission::ExecutionEstimate predicted = admission::executionIfStartedNow(
+        *replica, model, static_cast<double>(plan.prompt_estimate), plan.output_estimate);
     plan.predicted = predicted.total;
-    if (deadline_aware && predicted.total >= 0 && now() + predicted.total > plan.deadline_at) {
+    if (deadline_aware &&
+        admission::cannotFinishIfStartedNow(now(), predicted.total, plan.deadline_at)) {
       refusal = admission.deadlineUnattainable(plan.deadline_at - now(), predicted.total);
       co_return AttemptOutcome::kRefused;
     }
@@ -416,8 +397,6 @@ asio::awaitable<QueueTurn> Worker::Impl::waitTurn(ClientConnection& conn,
   const switchyard::http::PeerWatchScope watching(conn.watch, conn.stream.socket(), &wakeWaiter,
                                                   &waiter.timer);
   const fleet::AdmissionParams& params = model.admission;
-  const bool deadline_aware =
-      params.queue == fleet::QueueMode::kDeadline && plan.deadline_at >= 0;
   for (;;) {
     waiter.timer.expires_after(asDuration(params.recheck));
     co_await waiter.timer.async_wait(kTuple);  // a re-check, or woken: a slot may be free
@@ -427,21 +406,19 @@ asio::awaitable<QueueTurn> Worker::Impl::waitTurn(ClientConnection& conn,
       refusal = admission.sloBreached(t - plan.arrived);
       co_return QueueTurn::kRefused;
     }
-    if (t - waiter.enqueued_at >= params.max_wait) {
+    // Too old, or (deadline mode) its turn comes after the requests ahead of it drain, at the
+    // rate this gateway has been completing the model's requests, then it runs: refused the
+    // moment that no longer fits.
+    const admission::QueuedCheck check = admission::recheckQueued(
+        model, t, waiter.enqueued_at, plan.deadline_at, static_cast<double>(plan.prompt_estimate),
+        plan.output_estimate, [&] { return queue.positionOf(waiter); });
+    if (check.verdict == admission::QueuedVerdict::kTooOld) {
       refusal = admission.queueTimeout(params.max_wait);
       co_return QueueTurn::kRefused;
     }
-    if (deadline_aware) {
-      // Its turn comes after the requests ahead of it drain, at the rate this gateway has been
-      // completing the model's requests; then it runs. Refused the moment that no longer fits.
-      const double rate = model.runtime->completion_rate.load(std::memory_order_relaxed);
-      const double ahead = static_cast<double>(queue.positionOf(waiter));
-      const TimeNs wait = rate > 0 ? static_cast<TimeNs>((ahead + 1) / rate * 1e9) : 0;
-      const TimeNs run = queuedExecution(model, plan);
-      if (t + wait + std::max<TimeNs>(run, 0) > plan.deadline_at) {
-        refusal = admission.deadlineUnattainable(plan.deadline_at - t, wait + run);
-        co_return QueueTurn::kRefused;
-      }
+    if (check.verdict == admission::QueuedVerdict::kCannotFinish) {
+      refusal = admission.deadlineUnattainable(plan.deadline_at - t, check.wait + check.run);
+      co_return QueueTurn::kRefused;
     }
     // Waiting for room goes first come first served: only the head tries. A request held for
     // its SLO tries on every re-check: whether a replica would meet it depends on its own shape,

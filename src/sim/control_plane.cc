@@ -43,6 +43,7 @@ void Simulator::refreshCapacity(SimGateway& g) {
     g.capacity->refresh(g.fleet_states, counters, now_);
   }
   fleet::refreshLearnedMeans(*g.model);
+  fleet::refreshCompletionRate(*g.model, now_);  // a queued request's predicted wait
 }
 
 void Simulator::probe(SimGateway& g, const fleet::ReplicaState& state) {

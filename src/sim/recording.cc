@@ -28,9 +28,11 @@ void Simulator::endWindow() {
   for (SimReplica& r : replicas_) {
     catchUp(r);
     const TimeNs start = std::max(begin, r.added_at);
-    if (end_ <= start) continue;
+    // A removed replica stops counting (and costing) when it leaves the fleet.
+    const TimeNs stop = r.removed_at >= 0 ? std::min(end_, r.removed_at) : end_;
+    if (stop <= start) continue;
     for (GroupStats* group : {&groups_[r.gpu_type], &groups_.back()}) {
-      group->replica_seconds += static_cast<double>(end_ - start) / kNsPerSec;
+      group->replica_seconds += static_cast<double>(stop - start) / kNsPerSec;
       group->busy_seconds += r.busySeconds() - r.window_busy_start;
       group->generated_tokens += static_cast<double>(r.generatedTokens() - r.window_tokens_start);
     }
@@ -55,7 +57,7 @@ void Simulator::recordOutcome(const SimRequest& q, Outcome outcome, TimeNs done)
       row.output_tokens += q.output_tokens;
       second_ttft_[g].add(ttft);
       second_e2e_[g].add(e2e);
-    } else if (outcome == Outcome::kRateLimited || outcome == Outcome::kInflightLimit) {
+    } else if (isRefusal(outcome)) {
       ++row.refused;
     } else {
       ++row.failed;
@@ -220,6 +222,12 @@ RunResult Simulator::collect() {
   for (size_t k = 0; k < groups_.size(); ++k) {
     groups_[k].learned_capacity = learned_n[k] ? learned[k] / learned_n[k] : NAN;
   }
+  for (const SimReplica& r : replicas_) {
+    const engine::EngineLoad load = r.model->load();
+    out.wasted_requests += load.aborted_requests_total;
+    out.wasted_slot_seconds += load.aborted_running_seconds_total;
+    out.wasted_tokens += load.aborted_computed_tokens_total;
+  }
   for (const SimGateway& g : gateways_) {
     for (const auto& state : g.fleet_states) {
       out.health_exclusions +=
@@ -251,6 +259,19 @@ RunResult Simulator::collect() {
     out.added.share_5s = ratio(routed_added_[1], routed_all_[1]);
     out.added.share_10s = ratio(routed_added_[2], routed_all_[2]);
     out.added.established_median_5s = established_inflight_.percentile(50);
+  }
+  // Cost: each GPU type's replica-hours in the window at its price.
+  out.cost_usd = scenario_.prices.empty() ? -1 : 0;
+  for (size_t k = 0; k + 1 < groups_.size(); ++k) {
+    out.replica_hours.push_back(groups_[k].replica_seconds / 3600);
+    const auto* gpu = catalog_.findGpu(groups_[k].label);
+    auto price = scenario_.prices.find(gpu ? gpu->name : groups_[k].label);
+    if (price == scenario_.prices.end()) price = scenario_.prices.find(groups_[k].label);
+    if (price == scenario_.prices.end()) {
+      out.cost_usd = -1;
+    } else if (out.cost_usd >= 0) {
+      out.cost_usd += out.replica_hours.back() * price->second;
+    }
   }
   out.groups = std::move(groups_);
   return out;

@@ -33,8 +33,11 @@ std::string jsonString(const std::string& s) {
 }
 
 int64_t refusals(const GroupStats& g) {
-  return g.outcomes[static_cast<size_t>(Outcome::kRateLimited)] +
-         g.outcomes[static_cast<size_t>(Outcome::kInflightLimit)];
+  int64_t n = 0;
+  for (size_t k = 0; k < g.outcomes.size(); ++k) {
+    if (isRefusal(static_cast<Outcome>(k))) n += g.outcomes[k];
+  }
+  return n;
 }
 
 int64_t failures(const GroupStats& g) { return g.requests - g.ok() - refusals(g); }
@@ -71,6 +74,16 @@ double gapBetweenTypes(const RunResult& run, Value value) {
   return known >= 2 ? hi - lo : NAN;
 }
 
+// "TPOT <= 50 ms, E2E <= 30000 ms": the limits that are checked ("none").
+std::string sloText(const Slo& slo) {
+  std::string out;
+  for (const auto& [name, limit] : {std::pair{"TPOT", slo.tpot_ms}, std::pair{"TTFT", slo.ttft_ms},
+                                    std::pair{"E2E", slo.e2e_ms}}) {
+    if (limit > 0) out += fmt::format("{}{} <= {} ms", out.empty() ? "" : ", ", name, limit);
+  }
+  return out.empty() ? "none" : out;
+}
+
 }  // namespace
 
 std::string fileStem(const std::string& strategy) {
@@ -85,16 +98,14 @@ std::string formatSummary(const RunSet& set) {
   const Scenario& s = *set.scenario;
   std::string out = fmt::format(
       "scenario {} (seed {}): {} replicas, {} gateway(s){}, {:.0f} s of arrivals, measured from "
-      "{:.0f} s; SLO: TPOT <= {} ms{}{}\n",
+      "{:.0f} s; SLO: {}\n",
       s.name, s.seed, s.replicaCount(), s.gateways.count,
       s.gateways.shared_state
           ? fmt::format(" sharing state every {} ms (+{} ms)", s.gateways.sync_interval / kNsPerMs,
                         s.gateways.sync_delay / kNsPerMs)
           : "",
       static_cast<double>(s.duration) / 1e9, static_cast<double>(s.warmup) / 1e9,
-      s.record.slo.tpot_ms,
-      s.record.slo.ttft_ms > 0 ? fmt::format(", TTFT <= {} ms", s.record.slo.ttft_ms) : "",
-      s.record.slo.e2e_ms > 0 ? fmt::format(", E2E <= {} ms", s.record.slo.e2e_ms) : "");
+      sloText(s.record.slo));
   if (!set.capacities.empty()) {
     out += "capacity (each GPU type alone, saturated by the mix):";
     for (const TypeCapacity& t : set.capacities) {
@@ -160,6 +171,28 @@ std::string formatSummary(const RunSet& set) {
         run.shared_state_degraded > 0
             ? fmt::format("; {} shared-state calls degraded", run.shared_state_degraded)
             : "");
+    const GroupStats& all = run.groups.back();
+    std::string refused_by_code;
+    for (size_t k = 0; k < all.outcomes.size(); ++k) {
+      if (isRefusal(static_cast<Outcome>(k)) && all.outcomes[k] > 0) {
+        refused_by_code += fmt::format(" {}={}", outcomeName(static_cast<Outcome>(k)),
+                                       all.outcomes[k]);
+      }
+    }
+    if (!refused_by_code.empty() || run.gateway_queue_max > 0 || run.wasted_tokens > 0) {
+      out += fmt::format(
+          "  {:<26} refused:{}; gateway queue max {}; work for clients that gave up: {:.0f} "
+          "slot-s, {} tokens\n",
+          "", refused_by_code.empty() ? " none" : refused_by_code, run.gateway_queue_max,
+          run.wasted_slot_seconds, run.wasted_tokens);
+    }
+    if (run.cost_usd >= 0) {
+      out += fmt::format("  {:<26} cost ${:.2f} for {:.2f} replica-hours{}\n", "", run.cost_usd,
+                         all.replica_seconds / 3600,
+                         run.autoscale.empty()
+                             ? ""
+                             : fmt::format(" (autoscaled: {} intervals)", run.autoscale.size()));
+    }
     if (run.added.at_s >= 0) {
       const AddedReplicas& a = run.added;
       out += fmt::format(
@@ -211,7 +244,33 @@ std::string formatSummaryJson(const RunSet& set) {
         "      \"requests\": {},\n      \"ok\": {},\n      \"refused\": {},\n"
         "      \"failed\": {},\n",
         all.requests, all.ok(), refusals(all), failures(all));
+    out += "      \"outcomes\": {";
+    for (size_t k = 0; k < all.outcomes.size(); ++k) {
+      out += fmt::format("{}\"{}\": {}", k ? ", " : "", outcomeName(static_cast<Outcome>(k)),
+                         all.outcomes[k]);
+    }
+    out += fmt::format(
+        "}},\n      \"gateway_queue_max\": {},\n      \"wasted_requests\": {},\n"
+        "      \"wasted_slot_seconds\": {},\n      \"wasted_tokens\": {},\n",
+        run.gateway_queue_max, run.wasted_requests, num(run.wasted_slot_seconds, 1),
+        run.wasted_tokens);
     out += fmt::format("      \"goodput\": {},\n", num(all.goodput(), 4));
+    out += fmt::format("      \"cost_usd\": {},\n      \"replica_hours\": {},\n",
+                       run.cost_usd >= 0 ? num(run.cost_usd, 2) : "null",
+                       num(all.replica_seconds / 3600, 2));
+    if (!run.autoscale.empty()) {
+      double peak = 0, low = 1e300;
+      int kept = 0;
+      for (const AutoscaleStep& step : run.autoscale) {
+        peak = std::max(peak, step.usd_per_hour);
+        low = std::min(low, step.usd_per_hour);
+        kept += step.kept;
+      }
+      out += fmt::format(
+          "      \"autoscale\": {{\"intervals\": {}, \"kept\": {}, \"usd_per_hour_min\": {}, "
+          "\"usd_per_hour_max\": {}}},\n",
+          run.autoscale.size(), kept, num(low, 2), num(peak, 2));
+    }
     out += fmt::format("      \"output_tokens\": {},\n", all.output_tokens);
     for (const auto& [name, d] : {std::pair{"ttft", &all.ttft_ms}, std::pair{"tpot", &all.tpot_ms},
                                   std::pair{"e2e", &all.e2e_ms}}) {
@@ -309,6 +368,19 @@ std::string formatSecondsCsv(const RunResult& run) {
   return out;
 }
 
+std::string formatAutoscaleCsv(const RunResult& run) {
+  std::string out = "second,planned_rps";
+  for (const std::string& gpu : run.autoscale_deployments) out += ",replicas_" + gpu;
+  out += ",usd_per_hour,kept,feasible,solve_ms\n";
+  for (const AutoscaleStep& step : run.autoscale) {
+    out += fmt::format("{:.0f},{:.3f}", step.at_s, step.planned_rps);
+    for (const int n : step.replicas) out += fmt::format(",{}", n);
+    out += fmt::format(",{:.3f},{},{},{:.1f}\n", step.usd_per_hour, step.kept ? 1 : 0,
+                       step.feasible ? 1 : 0, step.solve_ms);
+  }
+  return out;
+}
+
 std::string formatPlotScript(const RunSet& set, const std::string& dir) {
   // One PNG per figure, every strategy on it; per-GPU figures draw one line per strategy x type.
   // Each line picks its group's rows out of the CSV and maps the others to NaN: NaN must count as
@@ -350,6 +422,8 @@ std::string formatPlotScript(const RunSet& set, const std::string& dir) {
        false, true);
   plot("busy_by_gpu.png", "engine busy fraction per GPU type", "busy fraction", "9", true);
   plot("waiting.png", "engine queue: waiting requests, the longest queue", "requests", "12", false);
+  plot("replicas.png", "replicas in the fleet", "replicas", "3", false);
+  plot("refused.png", "requests refused per second", "requests/s", "6", false);
   plot("learned_capacity.png", "capacity learned by gateway 0, mean per GPU type", "tokens/s", "18",
        true);
   return out;

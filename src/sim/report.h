@@ -30,6 +30,9 @@ std::string formatSummaryJson(const RunSet& set);
 // One row per strategy and group.
 std::string formatSummaryCsv(const RunSet& set);
 std::string formatSecondsCsv(const RunResult& run);
+// One row per autoscaling interval: time, planned load, replicas per GPU type, $/hour, whether
+// hysteresis kept the answer in force, whether it was feasible, the solve's time.
+std::string formatAutoscaleCsv(const RunResult& run);
 // A gnuplot script drawing PNGs in `dir` from the per-second CSVs of every strategy
 // (<dir>/<strategy>-seconds.csv).
 std::string formatPlotScript(const RunSet& set, const std::string& dir);

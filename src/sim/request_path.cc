@@ -2,11 +2,15 @@
 // the live gateway (src/gateway/worker.cc): model-wide rate limit, routing (with the request's
 // shape and its session's pin), check-and-admit on the chosen replica (locally, or atomically in
 // the shared state when limits are shared), forwarding, failover to another replica within the
-// retry budget when an attempt fails before any byte reached the client, and the completion's
-// accounting into the replica's counters (what capacity learning and health read).
+// retry budget when an attempt fails before any byte reached the client, the admission queue
+// when every replica is at its limit (RequestQueue and waitTurn(): first come first served,
+// bounded by count and age, deadline-aware re-checks, with the gateway's own decision functions
+// in admission/deadline_admission.h), and the completion's accounting into the replica's counters
+// (what capacity learning and health read).
 #include <algorithm>
 #include <cmath>
 
+#include "admission/deadline_admission.h"
 #include "admission/inflight_admission.h"
 #include "fleet/completion_accounting.h"
 #include "sim/simulator_impl.h"
@@ -24,6 +28,18 @@ bool addTried(SimRequest& q, int position) {
   if (std::find(q.tried.begin(), end, position) != end) return true;
   if (q.tried_count >= q.tried.size()) return false;
   q.tried[q.tried_count++] = position;
+  return true;
+}
+
+// The same for a replica that failed the request: kept before the race losers.
+bool addFailed(SimRequest& q, int position) {
+  if (position < 0) return true;
+  const auto end = q.tried.begin() + q.tried_count;
+  if (std::find(q.tried.begin(), end, position) != end) return true;
+  if (q.tried_count >= q.tried.size()) return false;
+  std::copy_backward(q.tried.begin() + q.failed_count, end, end + 1);
+  q.tried[q.failed_count++] = position;
+  ++q.tried_count;
   return true;
 }
 
@@ -75,7 +91,17 @@ void Simulator::onArrival(uint32_t slot) {
   q.gateway = static_cast<uint16_t>(
       live_gateways_[gateway_rng_.below(static_cast<uint32_t>(live_gateways_.size()))]);
   if (q.deadline > 0) queue_.push(q.deadline, kDeadline, 0, engineId(slot));
-  gateways_[q.gateway].retry_budget->onRequest(now_);
+  SimGateway& g = gateways_[q.gateway];
+  if (autoscaling_) noteDemand(q);
+  // The client says when it gives up (x-request-timeout); else the model's default deadline.
+  q.admit_deadline = admission::deadlineAt(q.arrival, q.deadline > 0 ? q.deadline - q.arrival : -1,
+                                           g.model->admission);
+  g.retry_budget->onRequest(now_);
+  // Requests queued before this one go first: it joins them without trying.
+  if (g.model->admission.queue != fleet::QueueMode::kOff && g.queued > 0) {
+    enqueue(slot);
+    return;
+  }
   route(slot);
 }
 
@@ -120,16 +146,27 @@ void Simulator::route(uint32_t slot) {
       result_.routing_ns.add(static_cast<double>(options_.wall_clock() - started));
     ++result_.decisions;
     if (decision.chosen < 0) {
-      const bool saturated = decision.saturated > 0 || admission_races > 0;
-      finish(slot, saturated                ? Outcome::kInflightLimit
-                   : model.replicas.empty() ? Outcome::kNoReplica
-                                            : Outcome::kUpstreamFailed);
+      if (decision.saturated > 0 || admission_races > 0) {
+        saturated(slot);
+        return;
+      }
+      finish(slot, model.replicas.empty() ? Outcome::kNoReplica : Outcome::kUpstreamFailed);
       return;
     }
     const uint32_t replica = g.replica_at[static_cast<size_t>(decision.chosen)];
     fleet::ReplicaState& state = *g.states[replica];
     if (scenario_.gateways.session_affinity && q.session != 0 && !decision.affinity) {
       shared_.pin(q.session, static_cast<int>(replica));
+    }
+    // Deadline: a request that cannot finish in time even if it starts now is refused before it
+    // costs any GPU time.
+    if (admission::deadlineAware(model.admission, q.admit_deadline) &&
+        admission::cannotFinishIfStartedNow(
+            now_,
+            admission::executionIfStartedNow(state, model, q.prompt_tokens, q.output_tokens).total,
+            q.admit_deadline)) {
+      finish(slot, Outcome::kDeadlineUnattainable);
+      return;
     }
 
     // Check-and-admit (admission/inflight_admission.h, as the gateway's admission stage): the
@@ -172,12 +209,13 @@ void Simulator::route(uint32_t slot) {
     }
     if (lost_race) {
       if (++admission_races > kMaxAdmissionRaces || !addTried(q, decision.chosen)) {
-        finish(slot, Outcome::kInflightLimit);
+        saturated(slot);
         return;
       }
       request.preferred = -1;
       continue;
     }
+    leaveQueue(q);  // admitted: a queued request gives up its place now
     fleet::ReplicaCounters& counters = state.counters();
     ++q.attempts;
     q.may_retry = q.attempts < max_attempts &&
@@ -299,6 +337,7 @@ void Simulator::gatewayComplete(uint64_t id) {
   state.recordSuccess();
   if (q.shared_admitted) shared_.release(g.index, q.replica);
   finish(slot, Outcome::kOk);
+  wakeQueue(g);
 }
 
 void Simulator::attemptFailed(uint32_t slot, bool before_first_byte) {
@@ -312,8 +351,10 @@ void Simulator::attemptFailed(uint32_t slot, bool before_first_byte) {
     shared_.release(g.index, q.replica);
     q.shared_admitted = false;
   }
-  // Nothing reached the client yet: another replica, if the retry budget allows.
-  if (g.alive && before_first_byte && q.may_retry && addTried(q, g.position[q.replica]) &&
+  wakeQueue(g);
+  // Nothing reached the client yet: another replica, if the retry budget allows. The failed
+  // replica goes before any race losers, which a queue turn forgets.
+  if (g.alive && before_first_byte && q.may_retry && addFailed(q, g.position[q.replica]) &&
       g.retry_budget->trySpend(now_)) {
     route(slot);
     return;
@@ -335,7 +376,9 @@ void Simulator::onDeadline(uint64_t id) {
     if (q.shared_admitted) shared_.release(g.index, q.replica);
   }
   cancelAtEngine(slot);
-  finish(slot, Outcome::kDeadline);
+  const bool held_slot = q.sent >= 0;
+  finish(slot, Outcome::kDeadline);  // a request still queued leaves it: it cost nothing
+  if (held_slot && g.alive) wakeQueue(g);
 }
 
 void Simulator::cancelAtEngine(uint32_t slot) {
@@ -352,6 +395,7 @@ void Simulator::cancelAtEngine(uint32_t slot) {
 void Simulator::finish(uint32_t slot, Outcome outcome) {
   SimRequest& q = requests_[slot];
   if (!q.live) return;
+  leaveQueue(q);
   recordOutcome(q, outcome, now_);
   if (request_csv_) writeRequestCsv(q, outcome, now_);
   q.live = false;
@@ -360,6 +404,98 @@ void Simulator::finish(uint32_t slot, Outcome outcome) {
   if (q.client >= 0 && now_ < end_) {
     queue_.push(now_, kClientSend, static_cast<uint32_t>(q.client));
   }
+}
+
+// --- The admission queue
+
+void Simulator::saturated(uint32_t slot) {
+  SimRequest& q = requests_[slot];
+  if (q.queued) return;  // its turn came but no replica has room yet: it keeps its place
+  if (gateways_[q.gateway].model->admission.queue == fleet::QueueMode::kOff) {
+    finish(slot, Outcome::kInflightLimit);
+    return;
+  }
+  enqueue(slot);
+}
+
+void Simulator::enqueue(uint32_t slot) {
+  SimRequest& q = requests_[slot];
+  SimGateway& g = gateways_[q.gateway];
+  const fleet::AdmissionParams& params = g.model->admission;
+  if (g.queued >= static_cast<int64_t>(params.max_queued)) {
+    finish(slot, Outcome::kQueueFull);
+    return;
+  }
+  q.queued = true;
+  q.enqueued_at = now_;
+  q.sent = -1;  // a request that failed over into the queue holds no slot while it waits
+  g.waiting.push_back(engineId(slot));
+  ++g.queued;
+  result_.gateway_queue_max = std::max(result_.gateway_queue_max, g.queued);
+  if (!g.recheck_pending) {
+    g.recheck_pending = true;
+    queue_.push(now_ + params.recheck, kQueueRecheck, static_cast<uint32_t>(g.index));
+  }
+}
+
+void Simulator::leaveQueue(SimRequest& q) {
+  if (!q.queued) return;
+  q.queued = false;
+  --gateways_[q.gateway].queued;
+}
+
+void Simulator::wakeQueue(SimGateway& g) {
+  if (g.queued == 0 || g.wake_pending) return;
+  g.wake_pending = true;
+  queue_.push(now_, kQueueWake, static_cast<uint32_t>(g.index));
+}
+
+bool Simulator::recheckWaiter(uint32_t slot, size_t ahead) {
+  SimRequest& q = requests_[slot];
+  const admission::QueuedCheck check =
+      admission::recheckQueued(*gateways_[q.gateway].model, now_, q.enqueued_at, q.admit_deadline,
+                               q.prompt_tokens, q.output_tokens, [ahead] { return ahead; });
+  if (check.verdict == admission::QueuedVerdict::kWaits) return true;
+  finish(slot, check.verdict == admission::QueuedVerdict::kTooOld ? Outcome::kQueueTimeout
+                                                                  : Outcome::kDeadlineUnattainable);
+  return false;
+}
+
+void Simulator::serveQueue(SimGateway& g) {
+  while (!g.waiting.empty()) {
+    const uint64_t id = g.waiting.front();
+    const std::optional<uint32_t> slot = liveSlot(id);
+    if (!slot || !requests_[*slot].queued) {
+      g.waiting.pop_front();
+      continue;
+    }
+    if (!recheckWaiter(*slot, 0)) continue;  // refused: the next one is the head
+    // Its turn: replicas lost to admission races may have room now; those that failed stay out.
+    SimRequest& q = requests_[*slot];
+    q.tried_count = q.failed_count;
+    route(*slot);
+    if (liveSlot(id) && requests_[*slot].queued) return;  // still no room
+  }
+}
+
+void Simulator::recheckQueue(SimGateway& g) {
+  g.recheck_pending = false;
+  size_t ahead = 0;
+  std::deque<uint64_t> kept;
+  for (const uint64_t id : g.waiting) {
+    const std::optional<uint32_t> slot = liveSlot(id);
+    if (!slot || !requests_[*slot].queued) continue;
+    if (recheckWaiter(*slot, ahead)) {
+      kept.push_back(id);
+      ++ahead;
+    }
+  }
+  g.waiting.swap(kept);
+  if (g.queued > 0) {
+    g.recheck_pending = true;
+    queue_.push(now_ + g.model->admission.recheck, kQueueRecheck, static_cast<uint32_t>(g.index));
+  }
+  serveQueue(g);  // the head tries on every re-check (slots freed on other gateways)
 }
 
 }  // namespace switchyard::sim

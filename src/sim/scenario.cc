@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "admission/admission_config.h"
 #include "core/yaml_values.h"
 #include "fleet/routing_knobs_config.h"
 #include "health/health_config.h"
@@ -370,6 +371,8 @@ void parseGateways(const YAML::Node& node, GatewaySpec& g) {
                                    g.limits.max_inflight_per_replica = integer(x, f, 0, 1e9);
                                  }},
                             });
+               } else if (key == "admission") {
+                 admission::parseAdmission(v, full, g.admission);
                } else if (key == "health") {
                  health::parseHealthSettings(v, full, g.health);
                } else if (key == "retry") {
@@ -500,8 +503,9 @@ void parseRecord(const YAML::Node& node, RecordSpec& r) {
       });
 }
 
-// `strategies:` entries: a strategy name (or blend), or {strategy, label, routing} for a run with
-// its own routing knobs over the gateways' (e.g. a candidate sample size).
+// `strategies:` entries: a strategy name (or blend), or {strategy, label, routing, admission} for
+// a run with its own routing knobs or admission over the gateways' (e.g. a candidate sample size,
+// a queue mode).
 void parseStrategies(const YAML::Node& v, Scenario& s) {
   std::set<std::string> labels;
   for (size_t i = 0; i < v.size(); ++i) {
@@ -521,6 +525,13 @@ void parseStrategies(const YAML::Node& v, Scenario& s) {
                      run.label = scalar<std::string>(x, full);
                    } else if (key == "routing") {
                      parseRouting(x, full, run.gateways);
+                   } else if (key == "admission") {
+                     admission::parseAdmission(x, full, run.gateways.admission);
+                   } else if (key == "autoscale") {
+                     run.autoscale = scalar<bool>(x, full);
+                     if (run.autoscale && !s.autoscale.given) {
+                       throw ConfigError(full + ": needs the scenario's autoscale:", lineOf(x));
+                     }
                    } else {
                      return false;
                    }
@@ -607,6 +618,18 @@ void validate(Scenario& s, const YAML::Node& root) {
                         e.line);
     }
   }
+  for (size_t i = 0; i < s.autoscale.deployments.size(); ++i) {
+    const AutoscaleDeployment& d = s.autoscale.deployments[i];
+    const std::string where = fmt::format("autoscale.deployments[{}]", i);
+    if (!std::any_of(s.fleet.begin(), s.fleet.end(), [&](const auto& g) {
+          return catalog.findGpu(g.gpu) == catalog.findGpu(d.gpu);
+        })) {
+      throw ConfigError(where + ".gpu: '" + d.gpu + "' is not a fleet group's", d.line);
+    }
+    if (!s.prices.contains(catalog.findGpu(d.gpu)->name) && !s.prices.contains(d.gpu)) {
+      throw ConfigError(where + ".gpu: '" + d.gpu + "' has no price (prices:)", d.line);
+    }
+  }
   if (s.warmup >= s.duration) {
     throw ConfigError("warmup_s: must be shorter than duration_s", lineOf(root["warmup_s"]));
   }
@@ -674,6 +697,10 @@ Scenario parseRoot(const YAML::Node& root, const std::string& base_dir) {
                        [](const auto& a, const auto& b) { return a.at < b.at; });
     } else if (key == "record") {
       parseRecord(v, s.record);
+    } else if (key == "autoscale") {
+      parseAutoscale(v, s.autoscale);
+    } else if (key == "prices") {
+      s.prices = parsePrices(v, base_dir);
     } else if (key == "capacity_probe") {
       readFields(
           v, full,

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "engine/perf_profiles.h"
 #include "fleet/fleet_snapshot.h"
 #include "health/replica_health.h"
+#include "sim/autoscale_config.h"
 
 namespace switchyard::sim {
 
@@ -107,6 +109,11 @@ struct GatewaySpec {
   uint32_t candidate_sample = 0;
   double auto_blend_load_balance_weight = 1.0;
   fleet::ModelLimits limits;
+  // The gateway's queue and request deadlines, as under a gateway config's `admission:`
+  // (docs/admission.md): off / fifo / deadline, max_queued, max_wait_ms, recheck_ms,
+  // default_deadline_ms. A request's deadline is its class's `deadline_s` (its client gives up
+  // then, and says so), else default_deadline_ms.
+  fleet::AdmissionParams admission;
   TimeNs capacity_refresh = 1 * kNsPerSec;
   TimeNs capacity_window = 60 * kNsPerSec;
   TimeNs capacity_time_constant = 10 * kNsPerSec;
@@ -157,6 +164,7 @@ struct StrategyRun {
   std::string label;     // unique; the strategy's own text when not given
   std::string strategy;  // as a request's routing-strategy header
   GatewaySpec gateways;
+  bool autoscale = false;  // the scenario's `autoscale:` applies the optimizer every interval
 };
 
 struct Scenario {
@@ -174,6 +182,8 @@ struct Scenario {
   WorkloadSpec workload;
   std::vector<ScenarioEvent> events;  // by time
   RecordSpec record;
+  std::map<std::string, double> prices;  // US dollars per GPU-hour by GPU type (`prices:`)
+  AutoscaleSpec autoscale;
   // Capacity probe (a `load:` workload): each GPU type alone, saturated by this many closed-loop
   // clients of the mix started over 2 s, measured from 3 s on for `capacity_seconds`.
   int capacity_clients = 64;

@@ -121,6 +121,7 @@ void Simulator::applyFleet(SimGateway& g, TimeNs now) {
   model.slow_start = gs.slow_start;
   model.candidate_sample = gs.candidate_sample;
   model.limits = gs.limits;
+  model.admission = gs.admission;
   for (const SimReplica& r : replicas_) {
     if (r.removed) continue;
     model.replicas.push_back(
@@ -195,6 +196,7 @@ RunResult Simulator::run() {
     }
   }
   pullArrival();  // bursts come through here too, with any arrival process
+  startAutoscale();
 
   const TimeNs stop = end_ + scenario_.drain;
   while (!queue_.empty()) {
@@ -305,24 +307,27 @@ void Simulator::dispatch(const Event& e) {
     case kWindowEnd:
       endWindow();
       break;
+    case kQueueRecheck:
+      if (gateways_[e.target].alive) recheckQueue(gateways_[e.target]);
+      break;
+    case kAutoscale:
+      onAutoscale();
+      queue_.push(now_ + scenario_.autoscale.interval, kAutoscale);
+      break;
+    case kQueueWake:
+      gateways_[e.target].wake_pending = false;
+      if (gateways_[e.target].alive) serveQueue(gateways_[e.target]);
+      break;
   }
 }
 
 void Simulator::onScenarioEvent(const ScenarioEvent& e) {
   switch (e.kind) {
     case ScenarioEvent::Kind::kAddReplicas: {
-      size_t group = 0;
-      for (size_t i = 0; i < scenario_.fleet.size(); ++i) {
-        if (catalog_.findGpu(scenario_.fleet[i].gpu) == catalog_.findGpu(e.gpu)) {
-          group = i;
-          break;
-        }
-      }
       const bool first = added_at_ < 0;
-      for (int i = 0; i < e.count; ++i) {
-        addReplica(group, now_);
-        replicas_.back().added = first;
-      }
+      const size_t before = replicas_.size();
+      addReplicas(e.gpu, e.count);
+      for (size_t i = before; i < replicas_.size(); ++i) replicas_[i].added = first;
       if (first) {
         added_at_ = now_;
         result_.added.at_s = static_cast<double>(now_) / kNsPerSec;
@@ -330,23 +335,13 @@ void Simulator::onScenarioEvent(const ScenarioEvent& e) {
         result_.added.fleet = static_cast<int>(std::count_if(
             replicas_.begin(), replicas_.end(), [](const SimReplica& r) { return !r.removed; }));
       }
-      for (SimGateway& g : gateways_) g.states.resize(replicas_.size());
       applyFleet(now_);
       break;
     }
-    case ScenarioEvent::Kind::kRemoveReplicas: {
-      int left = e.count;
-      for (auto it = replicas_.rbegin(); it != replicas_.rend() && left > 0; ++it) {
-        if (it->removed || catalog_.findGpu(gpu_types_[it->gpu_type]) != catalog_.findGpu(e.gpu)) {
-          continue;
-        }
-        it->removed = true;
-        it->removed_at = now_;
-        --left;
-      }
+    case ScenarioEvent::Kind::kRemoveReplicas:
+      removeReplicas(e.gpu, e.count);
       applyFleet(now_);
       break;
-    }
     case ScenarioEvent::Kind::kFailReplica:
       if (static_cast<size_t>(e.replica) < replicas_.size()) {
         failReplica(replicas_[static_cast<size_t>(e.replica)]);

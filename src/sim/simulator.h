@@ -63,6 +63,17 @@ struct AddedReplicas {
   double fairShare() const { return fleet ? static_cast<double>(count) / fleet : 0; }
 };
 
+// One interval of autoscaling (the scenario's `autoscale:`): the optimizer's answer put in force.
+struct AutoscaleStep {
+  double at_s = 0;
+  double planned_rps = 0;     // the load the solver planned for (summed over cells)
+  std::vector<int> replicas;  // per autoscale deployment, in its order
+  double usd_per_hour = 0;    // of the fleet in force after the step
+  bool kept = false;          // hysteresis kept the answer in force
+  bool feasible = true;
+  double solve_ms = 0;
+};
+
 struct RunResult {
   std::string strategy;
   double rate = 0;
@@ -79,6 +90,19 @@ struct RunResult {
   double wall_seconds = 0;  // set by the caller that timed the run (0: not timed)
   int64_t health_exclusions = 0;
   int64_t shared_state_degraded = 0;  // admission or sync calls answered degraded
+  // The admission queue: the most requests any gateway held at once; engine work spent on
+  // requests whose client gave up (or whose gateway died) before the answer: the seconds they
+  // held a batch slot and the tokens computed for them (the emulator's aborted_* counters).
+  int64_t gateway_queue_max = 0;
+  // Cost: replica-hours over the measurement window by GPU type (fleet order, as `groups`) and
+  // their price (the scenario's `prices:`); -1 when a GPU type has no price.
+  std::vector<double> replica_hours;
+  double cost_usd = -1;
+  std::vector<std::string> autoscale_deployments;  // GPU types, the order of `replicas` below
+  std::vector<AutoscaleStep> autoscale;
+  int64_t wasted_requests = 0;  // aborted at an engine
+  double wasted_slot_seconds = 0;
+  int64_t wasted_tokens = 0;
   AddedReplicas added;
   // Capacity learning: seconds from the start until every GPU type's mean learned capacity
   // (gateway 0) stayed within 10 % of its value at the end of the arrivals; -1 if never.

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -20,6 +21,9 @@
 #include "fleet/capacity_tracker.h"
 #include "fleet/fleet_registry.h"
 #include "health/fleet_health.h"
+#include "observe/load_interval.h"
+#include "optimizer/stability.h"
+#include "profile/profile.h"
 #include "routing/router.h"
 #include "routing/strategy_spec.h"
 #include "sim/event_queue.h"
@@ -48,6 +52,9 @@ enum EventKind : uint32_t {
   kRedisBack,        // a Redis outage ends
   kWindowStart,      // the measurement window opens (warm-up over)
   kWindowEnd,        // ... and closes (the arrivals' end)
+  kQueueRecheck,     // gateway `target`'s queued requests re-check (admission recheck_ms)
+  kQueueWake,        // a slot freed on gateway `target`: the head of its queue tries again
+  kAutoscale,        // the optimizer's interval: solve on the observed load, apply the answer
 };
 
 struct SimReplica {
@@ -97,6 +104,11 @@ struct SimRequest {
   bool at_engine = false;  // submitted to the engine and not finished there
   bool may_retry = false;  // of the current attempt
   bool shared_admitted = false;
+  bool queued = false;          // waiting in its gateway's admission queue
+  TimeNs enqueued_at = -1;      // when it entered the queue
+  TimeNs admit_deadline = -1;   // admission's deadline (admission::deadlineAt); -1: none
+  uint8_t failed_count = 0;     // tried[0, failed_count): replicas that failed it (the rest lost
+                                // admission races, forgotten when its queue turn comes)
   std::array<int, 16> tried{};  // snapshot positions that failed this request
 };
 
@@ -121,6 +133,12 @@ struct SimGateway {
   bool have_global = false;
   std::vector<fleet::CapacityCounters> global;
   std::vector<ReplicaReport> report;  // scratch for publishing
+  // The admission queue (one model, one worker): request ids (slot and generation), oldest
+  // first; entries of requests that left it are skipped and dropped at the next re-check.
+  std::deque<uint64_t> waiting;
+  int64_t queued = 0;  // entries of `waiting` still queued
+  bool recheck_pending = false;
+  bool wake_pending = false;
 };
 
 class Simulator {
@@ -153,12 +171,28 @@ class Simulator {
   void attemptFailed(uint32_t slot, bool before_first_byte);
   void finish(uint32_t slot, Outcome outcome);
   void onDeadline(uint64_t id);
-  void cancelAtEngine(uint32_t slot);  // the client or its gateway went away
+  // The admission queue (request_path.cc), as RequestQueue and waitTurn() in the gateway.
+  void saturated(uint32_t slot);  // every replica at its limit: queue, keep queued, or refuse
+  void enqueue(uint32_t slot);
+  void leaveQueue(SimRequest& q);
+  void wakeQueue(SimGateway& g);     // a slot freed: the head tries (as an event, no re-entry)
+  void serveQueue(SimGateway& g);    // the head, then the next, route while there is room
+  void recheckQueue(SimGateway& g);  // every recheck_ms: age and deadline of every waiter
+  bool recheckWaiter(uint32_t slot, size_t ahead);  // false: refused
+  void cancelAtEngine(uint32_t slot);               // the client or its gateway went away
   // The slot of a request id (slot and generation) that is still live.
   std::optional<uint32_t> liveSlot(uint64_t id) const;
   uint64_t engineId(uint32_t slot) const {
     return (static_cast<uint64_t>(requests_[slot].generation) << 32) | slot;
   }
+
+  // --- fleet changes and autoscaling (autoscale.cc)
+  void addReplicas(const std::string& gpu, int count);
+  void removeReplicas(const std::string& gpu, int count);
+  int activeReplicas(const std::string& gpu) const;
+  void startAutoscale();
+  void onAutoscale();
+  void noteDemand(const SimRequest& q);
 
   // --- control plane (control_plane.cc)
   void scrape(SimGateway& g);
@@ -218,6 +252,16 @@ class Simulator {
   std::vector<SecondRow> second_counts_;             // per group, this second's counts
   std::vector<std::vector<double>> capacity_trace_;  // per second, per gpu type (gateway 0)
   std::unique_ptr<std::ofstream> request_csv_;
+  // Autoscaling: the profiles solved with (one per autoscale deployment), the stabilizer and the
+  // answer in force, this interval's arrivals by shape cell (observe/load_shape.h) and the
+  // closed intervals the solver plans from.
+  bool autoscaling_ = false;
+  std::vector<profile::GpuProfile> autoscale_profiles_;
+  optimizer::Stabilizer stabilizer_;
+  std::vector<int> in_force_;
+  std::vector<uint64_t> demand_cells_;
+  uint64_t demand_ = 0;
+  std::deque<observe::LoadInterval> intervals_;
   // The first add_replicas event's cohort: requests routed to it and to all, per window (2, 5,
   // 10 s after the add), and the in-flight samples of its first 5 s.
   TimeNs added_at_ = -1;

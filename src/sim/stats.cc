@@ -22,10 +22,22 @@ const char* outcomeName(Outcome outcome) {
       return "deadline";
     case Outcome::kUnfinished:
       return "unfinished";
+    case Outcome::kQueueFull:
+      return "queue_full";
+    case Outcome::kQueueTimeout:
+      return "queue_timeout";
+    case Outcome::kDeadlineUnattainable:
+      return "deadline_unattainable";
     case Outcome::kCount:
       break;
   }
   return "unknown";
+}
+
+bool isRefusal(Outcome outcome) {
+  return outcome == Outcome::kRateLimited || outcome == Outcome::kInflightLimit ||
+         outcome == Outcome::kQueueFull || outcome == Outcome::kQueueTimeout ||
+         outcome == Outcome::kDeadlineUnattainable;
 }
 
 size_t Distribution::bucketOf(double value) {

@@ -50,9 +50,15 @@ enum class Outcome : uint8_t {
   kUpstreamFailed,  // 502 or a stream cut after it started (replica failed, gateway died)
   kDeadline,        // the client gave up before the answer was complete
   kUnfinished,      // still in flight when the simulation ended
+  // The gateway's admission queue (admission: queue fifo or deadline, docs/admission.md):
+  kQueueFull,             // 429 queue_full: the gateway's queue was at max_queued
+  kQueueTimeout,          // 429 queue_timeout: waited max_wait_ms in the queue
+  kDeadlineUnattainable,  // 429 deadline_unattainable: could no longer finish in time
   kCount,
 };
 const char* outcomeName(Outcome outcome);
+// Whether the gateway refused the request (an answer with a 429 and nothing sent upstream).
+bool isRefusal(Outcome outcome);
 
 // One group of requests: a GPU type (by the replica that served them) or the whole run.
 struct GroupStats {

@@ -4,6 +4,7 @@
 # coroutine-heavy server file, and no target reaches the servers. A new target that needs more
 # fails to link with the missing symbol named: add the file that defines it here.
 set(SWITCHYARD_FUZZ_SOURCES
+  src/admission/admission_config.cc
   src/admission/deadline.cc
   src/api/multipart_reader.cc
   src/api/openai_error.cc
@@ -30,7 +31,6 @@ set(SWITCHYARD_FUZZ_SOURCES
   src/fleet/prometheus_text.cc
   src/fleet/routing_knobs_config.cc
   src/fleet/signal_batch.cc
-  src/gateway/admission_config.cc
   src/gateway/async_jobs.cc
   src/gateway/config.cc
   src/gateway/discovery_config.cc
@@ -71,6 +71,7 @@ set(SWITCHYARD_FUZZ_SOURCES
   src/routing/strategies/slo.cc
   src/routing/strategy_registry.cc
   src/routing/strategy_spec.cc
+  src/sim/autoscale_config.cc
   src/sim/scenario.cc
   src/state/redis/blocking_redis.cc
   src/state/redis/redis_value.cc

@@ -171,6 +171,65 @@ TEST(ScenarioTest, ErrorsNameTheFileTheLineAndTheKey) {
   }
 }
 
+TEST(ScenarioTest, AdmissionAndAutoscaleKeysAreReadAndTheirErrorsNameTheirLines) {
+  const std::string base = kMinimal;
+  const std::string before = base.substr(0, base.find("strategies"));
+  const std::string after = base.substr(base.find("workload"));
+  const Scenario s = parseScenario(
+      before +
+          "strategies: [random, {strategy: random, label: dl, admission: {queue: deadline, "
+          "max_queued: 9, max_queued_per_client: 9}}, {strategy: random, label: auto, "
+          "autoscale: true}]\n" +
+          after +
+          "gateways:\n  admission: {queue: fifo, max_wait_ms: 1500, default_deadline_ms: 800}\n"
+          "prices: {A100: 1.5}\n"
+          "autoscale: {interval_s: 30, hysteresis: 0.1, deployments: [{gpu: A100, "
+          "min_replicas: 1, max_replicas: 4}]}\n",
+      "s.yaml");
+  EXPECT_EQ(s.gateways.admission.queue, fleet::QueueMode::kFifo);
+  EXPECT_EQ(s.gateways.admission.max_wait, 1500 * kNsPerMs);
+  EXPECT_EQ(s.gateways.admission.default_deadline, 800 * kNsPerMs);
+  ASSERT_EQ(s.strategies.size(), 3u);
+  EXPECT_EQ(s.strategies[0].gateways.admission.queue, fleet::QueueMode::kFifo);
+  EXPECT_EQ(s.strategies[1].gateways.admission.queue, fleet::QueueMode::kDeadline);
+  EXPECT_EQ(s.strategies[1].gateways.admission.max_queued, 9u);
+  EXPECT_FALSE(s.strategies[1].autoscale);
+  EXPECT_TRUE(s.strategies[2].autoscale);
+  EXPECT_EQ(s.autoscale.interval, 30 * kNsPerSec);
+  EXPECT_DOUBLE_EQ(s.autoscale.stability.hysteresis, 0.1);
+  ASSERT_EQ(s.autoscale.deployments.size(), 1u);
+  EXPECT_EQ(s.autoscale.deployments[0].max_replicas, 4);
+  EXPECT_DOUBLE_EQ(s.prices.at("A100"), 1.5);
+
+  const std::pair<std::string, std::string> cases[] = {
+      {base + "gateways:\n  admission: {queue: lifo}\n",
+       "s.yaml:10: gateways.admission.queue: 'lifo' is not one of off, fifo, deadline"},
+      {base + "gateways:\n  admission:\n    max_wiat_ms: 5\n",
+       "s.yaml:11: gateways.admission.max_wiat_ms: unknown key"},
+      {base + "gateways:\n  admission: {max_queued: 2, max_queued_per_client: 3}\n",
+       "gateways.admission.max_queued_per_client: must not exceed max_queued"},
+      {before + "strategies: [{strategy: random, admission: {queue: 3}}]\n" + after,
+       "s.yaml:4: strategies[0].admission.queue: '3' is not one of"},
+      {before + "strategies: [{strategy: random, autoscale: true}]\n" + after,
+       "s.yaml:4: strategies[0].autoscale: needs the scenario's autoscale:"},
+      {base + "prices: {A100: 1}\nautoscale: {deployments: [{gpu: L20}]}\n",
+       "s.yaml:10: autoscale.deployments[0].gpu: 'L20' is not a fleet group's"},
+      {base + "autoscale: {deployments: [{gpu: A100}]}\n",
+       "s.yaml:9: autoscale.deployments[0].gpu: 'A100' has no price (prices:)"},
+      {base + "prices: {A100: 1}\nautoscale: {interval_s: 0, deployments: [{gpu: A100}]}\n",
+       "s.yaml:10: autoscale.interval_s: must be between"},
+      {base + "prices: {A100: 1}\nautoscale: {deployments: [{gpu: A100, min_replicas: 3, "
+              "max_replicas: 2}]}\n",
+       "autoscale.deployments[0].max_replicas: must not be below min_replicas"},
+      {base + "prices: {A100: -1}\n", "s.yaml:9: prices.A100: must be between"},
+      {base + "prices: /nonexistent/prices.yaml\n", "s.yaml:9: prices: cannot read"},
+  };
+  for (const auto& [text, expected] : cases) {
+    const std::string error = errorOf(text);
+    EXPECT_NE(error.find(expected), std::string::npos) << "got: " << error << "\nfor:\n" << text;
+  }
+}
+
 TEST(ScenarioTest, TokenCountsDrawWithinTheirRangeAndKnowTheirMean) {
   Rng rng(3);
   TokenCount uniform{TokenCount::Kind::kUniform, 10, 20};
