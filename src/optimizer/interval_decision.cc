@@ -5,12 +5,18 @@ namespace switchyard::optimizer {
 IntervalDecision decideInterval(MixProblem problem, Stabilizer& stabilizer,
                                 const std::vector<int>& in_force, TimeNs now,
                                 const SolveOptions& options) {
+  // What the load alone asks for is what the cool-down remembers: remembering the answers put
+  // in force would make each one the next one's floor, and with an interval shorter than the
+  // cool-down the fleet could never shrink.
+  const Recommendation asked = recommend(problem, options);
   const std::vector<int> floors = stabilizer.floors(now, problem.deployments.size());
+  bool floored = false;
   for (size_t d = 0; d < problem.deployments.size(); ++d) {
     problem.deployments[d].lower = floors[d];
+    floored = floored || (d < asked.replicas.size() && asked.replicas[d] < floors[d]);
   }
   IntervalDecision decision;
-  decision.answer = recommend(problem, options);
+  decision.answer = floored ? recommend(problem, options) : asked;
   const Recommendation& r = decision.answer;
   // Hysteresis: keep the answer in force while it still fits and the saving is small.
   if (r.feasible && !r.no_load && in_force.size() == problem.deployments.size() &&
@@ -29,7 +35,7 @@ IntervalDecision decideInterval(MixProblem problem, Stabilizer& stabilizer,
       decision.answer.cost = current.cost;
     }
   }
-  stabilizer.record(now, decision.answer.replicas);
+  stabilizer.record(now, asked.replicas);
   return decision;
 }
 

@@ -1,7 +1,8 @@
 // One interval's answer, as the optimize service puts it in force (docs/optimizer.md): the
 // stabilizer's scale-down floors become lower bounds, the problem is solved, and the answer in
 // force is kept while it still fits the new load and the new optimum would save less than the
-// hysteresis. The answer is recorded in the stabilizer. The optimize service
+// hysteresis. What the load alone asked for (the solve without floors) is recorded in the
+// stabilizer, so the cool-down delays a scale-down by its length and no more. The optimize service
 // (gateway/optimize_service.cc) and the fleet simulator's autoscaling (src/sim/) both decide
 // with this.
 // Pure apart from the solver's wall-clock time limit.

@@ -1,7 +1,7 @@
 // Stabilizer: keeps the optimizer's answers from flapping.
-//  - Scale-down cool-down: a deployment never goes below the highest count recommended for it
-//    within the last `scale_down_cooldown` (those counts are lower bounds for the next solve);
-//    scaling up is never delayed.
+//  - Scale-down cool-down: a deployment never goes below the highest count the load asked for
+//    within the last `scale_down_cooldown` (the solves' answers without these floors, recorded
+//    with record(); they are lower bounds for the next solve); scaling up is never delayed.
 //  - Hysteresis: the answer in force is kept while it still fits the new load and the new
 //    optimum would save less than `hysteresis` of its cost.
 // Pure: time is passed in. One instance per model, on the optimizer's control thread.
@@ -31,7 +31,7 @@ class Stabilizer {
   bool keepCurrent(double current_cost, double new_cost) const {
     return new_cost >= current_cost * (1.0 - settings_.hysteresis);
   }
-  // Records the answer put in force at `now`.
+  // Records what the load asked for at `now` (the answer without the cool-down's floors).
   void record(TimeNs now, const std::vector<int>& replicas);
   // Forgets history (the deployments changed on reload).
   void reset() { history_.clear(); }

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "core/rng.h"
+#include "optimizer/interval_decision.h"
 #include "optimizer/load_json.h"
 
 namespace switchyard::optimizer {
@@ -179,6 +180,28 @@ TEST(OptimizerTest, NoDeploymentsIsNotACrash) {
   const Recommendation r = recommend(problem);
   EXPECT_FALSE(r.feasible);
   EXPECT_TRUE(r.replicas.empty());
+}
+
+TEST(IntervalDecisionTest, TheFleetShrinksOneCooldownAfterTheLoadDrops) {
+  // One type serving 2 requests/s per replica; a 60 s cool-down; an answer every 10 s.
+  const profile::GpuProfile a = flatProfile("a", 1, {{2, 2}, {2, 2}});
+  MixProblem problem;
+  problem.deployments.push_back({"a", 1, 0, -1, 0, &a});
+  problem.slice_factor = 1;
+  Stabilizer stabilizer({0.05, 60 * kNsPerSec});
+  std::vector<int> in_force;
+  auto decide = [&](TimeNs t, double rps) {
+    problem.cells = {{128, 16, rps}};
+    const IntervalDecision d = decideInterval(problem, stabilizer, in_force, t, {});
+    in_force = d.answer.replicas;
+    return in_force.at(0);
+  };
+  EXPECT_EQ(decide(0, 10), 5);
+  // The load drops to a fifth: held at 5 for the cool-down, then 1.
+  for (TimeNs t = 10; t < 60; t += 10) EXPECT_EQ(decide(t * kNsPerSec, 2), 5) << t;
+  EXPECT_EQ(decide(60 * kNsPerSec, 2), 1);
+  // A rise is never delayed.
+  EXPECT_EQ(decide(80 * kNsPerSec, 8), 4);
 }
 
 TEST(LoadJsonTest, ParsesCellsAndRejectsBadOnes) {
