@@ -607,6 +607,7 @@ EngineLoad BatchingModel::load() const {
   load.busy_seconds_total = busy_seconds_;
   load.generated_tokens_total = generated_;
   load.kv_capacity_tokens = config_.kvCapacityTokens();
+  load.kv_block_size = config_.block_size;
   load.prefix_cache_queries_total = prefix_queries_;
   load.prefix_cache_hits_total = prefix_hits_;
   load.aborted_requests_total = aborted_;

@@ -45,6 +45,7 @@ struct EngineLoad {
   double busy_seconds_total = 0;  // time with a non-empty batch
   int64_t generated_tokens_total = 0;  // output tokens sampled (discarded preempted work too)
   int64_t kv_capacity_tokens = 0;
+  int kv_block_size = 16;  // tokens per KV-cache block
   int64_t prefix_cache_queries_total = 0;  // prompt tokens looked up in the prefix cache
   int64_t prefix_cache_hits_total = 0;     // of which found cached
   // Work given up: requests cancelled before they finished (their client left), the time those

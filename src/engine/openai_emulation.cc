@@ -527,6 +527,16 @@ std::string renderMetrics(Flavor flavor, std::string_view model, const EngineLoa
                  "KV-cache usage. 1 means 100 percent usage.", label, kv_usage);
     appendMetric(out, "vllm:gpu_cache_usage_perc", "gauge",
                  "GPU KV-cache usage. 1 means 100 percent usage.", label, kv_usage);
+    // vLLM's cache configuration as an info gauge (value 1, the facts in labels): gateways read
+    // the KV cache's size from it.
+    fmt::format_to(std::back_inserter(out),
+                   "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n"
+                   "# TYPE vllm:cache_config_info gauge\n"
+                   "vllm:cache_config_info{{block_size=\"{}\",cache_dtype=\"auto\","
+                   "enable_prefix_caching=\"True\",gpu_memory_utilization=\"0.9\","
+                   "num_cpu_blocks=\"0\",num_gpu_blocks=\"{}\"}} 1.0\n",
+                   load.kv_block_size,
+                   load.kv_capacity_tokens / std::max(1, load.kv_block_size));
     appendMetric(out, "vllm:num_preemptions_total", "counter",
                  "Cumulative number of preemption from the engine.", label,
                  static_cast<double>(load.preemptions_total));
@@ -557,6 +567,9 @@ std::string renderMetrics(Flavor flavor, std::string_view model, const EngineLoa
     appendMetric(out, "sglang:num_queue_reqs", "gauge",
                  "The number of requests in the waiting queue.", label, gauges.waiting);
     appendMetric(out, "sglang:token_usage", "gauge", "The token usage.", label, kv_usage);
+    appendMetric(out, "sglang:max_total_num_tokens", "gauge",
+                 "Maximum total number of tokens in the KV cache pool.", label,
+                 static_cast<double>(load.kv_capacity_tokens));
     appendMetric(out, "sglang:prompt_tokens_total", "counter",
                  "Number of prefill tokens processed.", label, prompt);
     appendMetric(out, "sglang:generation_tokens_total", "counter",

@@ -1,6 +1,7 @@
 #include "fleet/engine_signals.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 
 #include "fleet/prometheus_text.h"
@@ -48,7 +49,9 @@ enum class Family : uint8_t {
   kKvCpu,
   kSgRunning,
   kSgWaiting,
-  kSgKv
+  kSgKv,
+  kCacheConfig,
+  kSgMaxTokens
 };
 
 Family familyOf(std::string_view name) {
@@ -61,6 +64,8 @@ Family familyOf(std::string_view name) {
       return Family::kNone;
     case 24: return name == "vllm:kv_cache_usage_perc" ? Family::kKvNew : Family::kNone;
     case 23: return name == "sglang:num_running_reqs" ? Family::kSgRunning : Family::kNone;
+    case 22: return name == "vllm:cache_config_info" ? Family::kCacheConfig : Family::kNone;
+    case 27: return name == "sglang:max_total_num_tokens" ? Family::kSgMaxTokens : Family::kNone;
     case 21: return name == "sglang:num_queue_reqs" ? Family::kSgWaiting : Family::kNone;
     case 18: return name == "sglang:token_usage" ? Family::kSgKv : Family::kNone;
     default: return Family::kNone;
@@ -80,10 +85,47 @@ std::string_view leadingName(std::string_view line) {
   return line.substr(0, i);
 }
 
+// The raw value of label `key` in a Prometheus label block (`a="1",b="x\"y"`): escapes are
+// skipped over, not decoded (the values read here are numbers); empty when absent or malformed.
+std::string_view labelValue(std::string_view labels, std::string_view key) {
+  size_t at = 0;
+  while (at < labels.size()) {
+    const size_t eq = labels.find('=', at);
+    if (eq == std::string_view::npos || eq + 1 >= labels.size() || labels[eq + 1] != '"') break;
+    size_t close = eq + 2;
+    while (close < labels.size() && labels[close] != '"') close += labels[close] == '\\' ? 2 : 1;
+    if (close >= labels.size()) break;
+    std::string_view name = labels.substr(at, eq - at);
+    while (!name.empty() && (name.front() == ' ' || name.front() == ',')) name.remove_prefix(1);
+    if (name == key) return labels.substr(eq + 2, close - eq - 2);
+    at = close + 1;
+  }
+  return {};
+}
+
+// A positive integer label value, else NaN ("None" before the engine has profiled its memory).
+double positiveInteger(std::string_view text) {
+  int64_t v = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || ptr != text.data() + text.size() || text.empty() || v <= 0) {
+    return EngineSignals::kUnknown;
+  }
+  return static_cast<double>(v);
+}
+
+// vllm:cache_config_info's KV cache size in tokens, NaN when its labels do not say.
+double cacheConfigTokens(std::string_view labels) {
+  const double blocks = positiveInteger(labelValue(labels, "num_gpu_blocks"));
+  const std::string_view size_text = labelValue(labels, "block_size");
+  const double block_size = size_text.empty() ? 16 : positiveInteger(size_text);
+  return blocks * block_size;  // NaN propagates
+}
+
 }  // namespace
 
 EngineSignals parseEngineSignals(std::string_view prometheus_text) {
   Accumulator running, waiting, kv_new, kv_old, kv_cpu, sg_running, sg_waiting, sg_kv;
+  double kv_tokens = EngineSignals::kUnknown, sg_kv_tokens = EngineSignals::kUnknown;
   std::string_view text = prometheus_text;
   while (!text.empty()) {
     const size_t end = text.find('\n');
@@ -114,6 +156,10 @@ EngineSignals parseEngineSignals(std::string_view prometheus_text) {
       case Family::kSgRunning: sg_running.addCount(s.value); break;
       case Family::kSgWaiting: sg_waiting.addCount(s.value); break;
       case Family::kSgKv: sg_kv.addFraction(s.value); break;
+      case Family::kCacheConfig: kv_tokens = cacheConfigTokens(s.labels); break;
+      case Family::kSgMaxTokens:
+        sg_kv_tokens = std::isfinite(s.value) && s.value >= 1 ? s.value : EngineSignals::kUnknown;
+        break;
       case Family::kNone: break;
     }
   }
@@ -129,6 +175,7 @@ EngineSignals parseEngineSignals(std::string_view prometheus_text) {
   // wherever it appears in the text, the older one is a fallback.
   out.kv_usage = kv_new.valid() ? kv_new.result() : pick(kv_old, sg_kv);
   out.cpu_kv_usage = kv_cpu.result();
+  out.kv_capacity_tokens = std::isnan(kv_tokens) ? sg_kv_tokens : kv_tokens;
   return out;
 }
 

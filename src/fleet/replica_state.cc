@@ -9,6 +9,9 @@ void ReplicaState::storeSignals(const EngineSignals& signals, TimeNs read_at) {
   engine_waiting_.store(signals.waiting, std::memory_order_relaxed);
   kv_usage_.store(signals.kv_usage, std::memory_order_relaxed);
   cpu_kv_usage_.store(signals.cpu_kv_usage, std::memory_order_relaxed);
+  if (signals.hasKvCapacity()) {
+    kv_capacity_tokens_.store(signals.kv_capacity_tokens, std::memory_order_relaxed);
+  }
   signals_read_at_.store(read_at, std::memory_order_relaxed);
   signals_valid_.store(true, std::memory_order_release);
 }

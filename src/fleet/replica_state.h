@@ -177,6 +177,9 @@ class ReplicaState {
     return out;
   }
   TimeNs lastScrapeFailureAt() const { return scrape_failed_at_.load(std::memory_order_relaxed); }
+  // The KV cache's size in tokens as the engine last reported it (EngineSignals::
+  // kv_capacity_tokens), kept across scrapes that do not say; NaN while never reported.
+  double kvCapacityTokens() const { return kv_capacity_tokens_.load(std::memory_order_relaxed); }
   // When the signals were last read successfully (-1: never), and whether they are usable.
   TimeNs signalsReadAt() const { return signals_read_at_.load(std::memory_order_relaxed); }
   bool signalsValid() const { return signals_valid_.load(std::memory_order_acquire); }
@@ -277,6 +280,7 @@ class ReplicaState {
   std::atomic<double> engine_waiting_{EngineSignals::kUnknown};
   std::atomic<double> kv_usage_{EngineSignals::kUnknown};
   std::atomic<double> cpu_kv_usage_{EngineSignals::kUnknown};
+  std::atomic<double> kv_capacity_tokens_{EngineSignals::kUnknown};
   std::atomic<TimeNs> signals_read_at_{-1};
   std::atomic<bool> signals_valid_{false};
   std::atomic<HealthState> health_{HealthState::kHealthy};

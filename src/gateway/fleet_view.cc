@@ -139,6 +139,8 @@ std::string renderFleetJson(const fleet::FleetSnapshot& snapshot, TimeNs now,
       appendSignal(out, "waiting", signals.waiting);
       out.push_back(',');
       appendSignal(out, "kv_usage", signals.kv_usage);
+      out.push_back(',');
+      appendSignal(out, "kv_capacity_tokens", replica.state->kvCapacityTokens());
       fmt::format_to(std::back_inserter(out), R"(,"fresh":{},"age_ms":)", fresh);
       if (age < 0) {
         out.append("null");

@@ -1,6 +1,7 @@
 #include "gateway/prefix_stage.h"
 
 #include <algorithm>
+#include <cmath>
 #include <unordered_set>
 
 namespace switchyard::gateway {
@@ -63,14 +64,16 @@ void PrefixStage::onRouted(const fleet::FleetSnapshot& snapshot, const fleet::Mo
   }
   const fleet::ReplicaEntry& replica = model.replicas[static_cast<size_t>(chosen)];
   const void* key = replica.state.get();
+  const double reported = replica.state->kvCapacityTokens();
   auto it = kv_blocks_.find(key);
-  if (it == kv_blocks_.end()) {
-    // Once per replica: the profile lookup is start-up work, not per-request work.
-    it = kv_blocks_
-             .emplace(key, fleet::kv_index::replicaKvBlocks(replica.labels, model.name, params_))
-             .first;
+  if (it == kv_blocks_.end() || !(it->second.reported_tokens == reported ||
+                                  (std::isnan(reported) && std::isnan(it->second.reported_tokens)))) {
+    // Once per replica and reported size: the profile lookup is start-up work, not per-request.
+    const KvBound bound{
+        fleet::kv_index::replicaKvBlocks(replica.labels, model.name, reported, params_), reported};
+    it = kv_blocks_.insert_or_assign(key, bound).first;
   }
-  index_.insert(key, blocks, it->second);
+  index_.insert(key, blocks, it->second.blocks);
 }
 
 }  // namespace switchyard::gateway

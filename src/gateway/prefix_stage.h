@@ -67,7 +67,13 @@ class PrefixStage {
   fleet::kv_index::PromptBlockHasher hasher_;
   fleet::kv_index::PrefixIndex index_;
   fleet::kv_index::ExactIndexCache exact_;
-  std::unordered_map<const void*, uint32_t> kv_blocks_;  // per replica, derived once
+  // Per replica: its index's bound, and the engine-reported KV size it was derived from (NaN:
+  // none), so a size reported later re-derives it.
+  struct KvBound {
+    uint32_t blocks = 0;
+    double reported_tokens = 0;
+  };
+  std::unordered_map<const void*, KvBound> kv_blocks_;
   uint64_t snapshot_version_ = 0;
 };
 

@@ -34,5 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   check(!signals.hasRunning() || (std::isfinite(signals.running) && signals.running >= 0));
   check(!signals.hasWaiting() || (std::isfinite(signals.waiting) && signals.waiting >= 0));
   check(!signals.hasKvUsage() || (signals.kv_usage >= 0 && signals.kv_usage <= 1));
+  check(!signals.hasKvCapacity() ||
+        (std::isfinite(signals.kv_capacity_tokens) && signals.kv_capacity_tokens >= 1));
   return 0;
 }

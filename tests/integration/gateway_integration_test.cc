@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/perf_profiles.h"
 #include "gateway_harness.h"
 
 namespace switchyard::testing {
@@ -245,6 +246,12 @@ TEST_F(GatewayTest, EngineTelemetryIsScraped) {
                fleet.find("\"fresh\":false") == std::string::npos;
       },
       5s))
+      << fleetJson();
+  // The KV cache's size, from the engine's vllm:cache_config_info: the emulated L20's own.
+  const int64_t l20_tokens =
+      engine::makePerfConfig(engine::builtinProfiles(), "L20", "llama2-7b").kvCapacityTokens();
+  EXPECT_NE(fleetJson().find("\"kv_capacity_tokens\":" + std::to_string(l20_tokens)),
+            std::string::npos)
       << fleetJson();
 }
 

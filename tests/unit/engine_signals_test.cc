@@ -119,5 +119,34 @@ TEST(EngineSignalsTest, CpuKvUsageIsMappedWhenExported) {
   EXPECT_FALSE(parseEngineSignals("vllm:kv_cache_usage_perc 0.5\n").hasCpuKvUsage());
 }
 
+TEST(EngineSignalsTest, TheKvCacheSizeComesFromVllmsCacheConfigOrSglangsTokenPool) {
+  // vLLM 0.8's info gauge: the facts are labels, the value is 1.
+  const std::string vllm =
+      "# TYPE vllm:cache_config_info gauge\n"
+      "vllm:cache_config_info{block_size=\"32\",cache_dtype=\"auto\",enable_prefix_caching="
+      "\"True\",gpu_memory_utilization=\"0.9\",num_cpu_blocks=\"2048\",num_gpu_blocks=\"1500\","
+      "prefix_caching_hash_algo=\"builtin\"} 1.0\n";
+  EXPECT_EQ(parseEngineSignals(vllm).kv_capacity_tokens, 1500.0 * 32);
+  // No block_size label: vLLM's default of 16.
+  EXPECT_EQ(parseEngineSignals("vllm:cache_config_info{num_gpu_blocks=\"10\"} 1\n")
+                .kv_capacity_tokens,
+            160.0);
+  EXPECT_EQ(parseEngineSignals("sglang:max_total_num_tokens{model_name=\"m\"} 320000\n")
+                .kv_capacity_tokens,
+            320000.0);
+  // Not (yet) known, or not a count: unknown, never zero. A value quoting a label is not one.
+  for (const char* bad :
+       {"vllm:cache_config_info{num_gpu_blocks=\"None\",block_size=\"16\"} 1\n",
+        "vllm:cache_config_info{num_gpu_blocks=\"0\"} 1\n",
+        "vllm:cache_config_info{num_gpu_blocks=\"12\",block_size=\"x\"} 1\n",
+        "vllm:cache_config_info{num_gpu_blocks=\"-3\"} 1\n",
+        "vllm:cache_config_info{note=\"a\\\",num_gpu_blocks=\\\"7\"} 1\n",
+        "vllm:cache_config_info{num_gpu_blocks=\"12} 1\n", "vllm:cache_config_info 1\n",
+        "sglang:max_total_num_tokens 0\n", "sglang:max_total_num_tokens NaN\n"}) {
+    EXPECT_FALSE(parseEngineSignals(bad).hasKvCapacity()) << bad;
+  }
+  EXPECT_FALSE(parseEngineSignals(std::string(kVllm)).hasKvCapacity());
+}
+
 }  // namespace
 }  // namespace switchyard::fleet

@@ -279,16 +279,20 @@ TEST(PrefixCacheConfigTest, AReplicasIndexIsBoundedByItsKvCache) {
   fleet::kv_index::PrefixCacheParams params;
   // A label in the engine's blocks (of 32 tokens here) wins.
   EXPECT_EQ(fleet::kv_index::replicaKvBlocks({{"kv_cache_blocks", "1000"}, {"block_size", "32"}},
-                                             "llama2-7b", params),
+                                             "llama2-7b", NAN, params),
             2000u);
   // Else the GPU's profile: what the emulator itself runs with.
   const engine::PerfConfig a10 =
       engine::makePerfConfig(engine::builtinProfiles(), "A10", "llama2-7b");
-  EXPECT_EQ(fleet::kv_index::replicaKvBlocks({{"gpu", "A10"}}, "llama2-7b", params),
+  EXPECT_EQ(fleet::kv_index::replicaKvBlocks({{"gpu", "A10"}}, "llama2-7b", NAN, params),
             static_cast<uint32_t>(a10.kvCapacityTokens() / 16));
+  // ...but what the engine reports in its metrics comes before the profile.
+  EXPECT_EQ(fleet::kv_index::replicaKvBlocks({{"gpu", "A10"}}, "llama2-7b", 8000, params), 500u);
+  EXPECT_EQ(fleet::kv_index::replicaKvBlocks({{"kv_cache_blocks", "1000"}}, "m", 8000, params),
+            1000u);
   // Else the configured default.
-  EXPECT_EQ(fleet::kv_index::replicaKvBlocks({{"gpu", "Z9"}}, "llama2-7b", params), 4096u);
-  EXPECT_EQ(fleet::kv_index::replicaKvBlocks({{"kv_cache_blocks", "x"}}, "m", params), 4096u);
+  EXPECT_EQ(fleet::kv_index::replicaKvBlocks({{"gpu", "Z9"}}, "llama2-7b", NAN, params), 4096u);
+  EXPECT_EQ(fleet::kv_index::replicaKvBlocks({{"kv_cache_blocks", "x"}}, "m", NAN, params), 4096u);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "fleet/kv_index/prefix_cache_config.h"
 
 #include <algorithm>
+#include <cmath>
 #include <charconv>
 #include <exception>
 
@@ -62,7 +63,7 @@ void parsePrefixCache(const YAML::Node& node, const std::string& where, PrefixCa
 }
 
 uint32_t replicaKvBlocks(const std::map<std::string, std::string>& labels, std::string_view model,
-                         const PrefixCacheParams& params) {
+                         double reported_tokens, const PrefixCacheParams& params) {
   const double ours = std::max<uint32_t>(params.block_tokens, 1);
   const auto clampBlocks = [](double blocks) {
     return static_cast<uint32_t>(std::clamp(blocks, 2.0, static_cast<double>(1 << 24)));
@@ -70,6 +71,9 @@ uint32_t replicaKvBlocks(const std::map<std::string, std::string>& labels, std::
   if (const int64_t blocks = labelNumber(labels, "kv_cache_blocks"); blocks > 0) {
     const int64_t block_size = labelNumber(labels, "block_size");
     return clampBlocks(static_cast<double>(blocks) * (block_size > 0 ? block_size : 16) / ours);
+  }
+  if (std::isfinite(reported_tokens) && reported_tokens > 0) {
+    return clampBlocks(reported_tokens / ours);
   }
   const auto gpu = labels.find("gpu");
   const engine::ProfileCatalog& catalog = engine::builtinProfiles();
