@@ -194,8 +194,10 @@ void BM_RouteLeastRequestClockedCold(benchmark::State& state) {
 }
 BENCHMARK(BM_RouteLoadBalanceClocked)->Arg(2)->Arg(8)->Arg(64)->UseManualTime();
 // Each cold decision walks 8 MiB first (about a millisecond): a fixed count keeps it short.
-BENCHMARK(BM_RouteLoadBalanceClockedCold)->Arg(2)->Arg(8)->Arg(64)->UseManualTime()->Iterations(4000);
-BENCHMARK(BM_RouteLeastRequestClockedCold)->Arg(2)->Arg(8)->Arg(64)->UseManualTime()->Iterations(4000);
+BENCHMARK(BM_RouteLoadBalanceClockedCold)
+    ->Arg(2)->Arg(8)->Arg(64)->UseManualTime()->Iterations(4000);
+BENCHMARK(BM_RouteLeastRequestClockedCold)
+    ->Arg(2)->Arg(8)->Arg(64)->UseManualTime()->Iterations(4000);
 BENCHMARK(BM_RouteSloPackLoad)->Arg(8)->Arg(64)->Arg(512)->Arg(4096);
 
 }  // namespace

@@ -217,9 +217,8 @@ std::optional<std::string> gpuCostsMap(const std::string& spec,
   for (const auto& [gpu, value] : *pairs) {
     char* stop = nullptr;
     const double price = std::strtod(value.c_str(), &stop);
-    if (*stop != '\0' || !(price > 0) || std::find(types.begin(), types.end(), gpu) == types.end()) {
-      return std::nullopt;
-    }
+    const bool known_type = std::find(types.begin(), types.end(), gpu) != types.end();
+    if (*stop != '\0' || !(price > 0) || !known_type) return std::nullopt;
     map += fmt::format("{}{}: {}", map.empty() ? "" : ", ", gpu, price);
   }
   return "{ " + map + " }";

@@ -64,10 +64,10 @@ void PrefixStage::onRouted(const fleet::FleetSnapshot& snapshot, const fleet::Mo
   }
   const fleet::ReplicaEntry& replica = model.replicas[static_cast<size_t>(chosen)];
   const void* key = replica.state.get();
-  const double reported = replica.state->kvCapacityTokens();
+  const double reported_or_nan = replica.state->kvCapacityTokens();
+  const double reported = std::isnan(reported_or_nan) ? 0 : reported_or_nan;  // 0: not reported
   auto it = kv_blocks_.find(key);
-  if (it == kv_blocks_.end() || !(it->second.reported_tokens == reported ||
-                                  (std::isnan(reported) && std::isnan(it->second.reported_tokens)))) {
+  if (it == kv_blocks_.end() || it->second.reported_tokens != reported) {
     // Once per replica and reported size: the profile lookup is start-up work, not per-request.
     const KvBound bound{
         fleet::kv_index::replicaKvBlocks(replica.labels, model.name, reported, params_), reported};

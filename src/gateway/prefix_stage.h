@@ -67,7 +67,7 @@ class PrefixStage {
   fleet::kv_index::PromptBlockHasher hasher_;
   fleet::kv_index::PrefixIndex index_;
   fleet::kv_index::ExactIndexCache exact_;
-  // Per replica: its index's bound, and the engine-reported KV size it was derived from (NaN:
+  // Per replica: its index's bound, and the engine-reported KV size it was derived from (0:
   // none), so a size reported later re-derives it.
   struct KvBound {
     uint32_t blocks = 0;

@@ -38,7 +38,7 @@ void parsePrefixCache(const YAML::Node& node, const std::string& where, PrefixCa
 // The bound of one replica's index, in blocks of params.block_tokens: its `kv_cache_blocks` label
 // (in the engine's blocks of `block_size` label tokens, default 16), else what the engine's
 // metrics report (`reported_tokens`: vLLM's cache_config_info num_gpu_blocks × block_size or
-// SGLang's max_total_num_tokens; NaN when not reported), else the KV cache the built-in GPU
+// SGLang's max_total_num_tokens; NaN or 0 when not reported), else the KV cache the built-in GPU
 // profile of its `gpu` label (× `tp` label) leaves for `model` (the emulator's own figure,
 // engine/perf_profiles.h), else params.kv_cache_blocks. Off the hot path (once per replica and
 // reported size); never throws.

@@ -191,8 +191,8 @@ ScoreNote SloStrategy::score(const ScoringContext& context, std::span<const uint
   // now, to the least violation.
   for (size_t i = 0; i < candidates.size() && !note.hold; ++i) {
     const fleet::ReplicaState& replica = *model.replicas[candidates[i]].state;
-    const Predicted alone =
-        predictOn(memo.at(*model.replica_profiles[candidates[i]], 1), replica, objective, output, 1);
+    const profile::Prediction at_one = memo.at(*model.replica_profiles[candidates[i]], 1);
+    const Predicted alone = predictOn(at_one, replica, objective, output, 1);
     note.hold = alone.valid && alone.v <= 1;
   }
   return note;
