@@ -11,18 +11,16 @@
 // Run: SWITCHYARD_BENCH_REDIS=127.0.0.1:6390 build/release/micro_bench \
 //        --benchmark_filter=SyncAtScale
 #include <benchmark/benchmark.h>
-#include <sys/resource.h>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "scale_bench.h"
 #include "fleet/fleet_registry.h"
 #include "gateway/shared_state_sync.h"
 #include "state/redis/redis_backend.h"
@@ -30,42 +28,9 @@
 namespace switchyard {
 namespace {
 
-// Redis's CPU seconds (sys + user) and network bytes (in + out) so far, via redis-cli.
-std::pair<double, double> redisCost(const std::string& host, const std::string& port) {
-  const std::string command = "redis-cli -h " + host + " -p " + port + " INFO everything";
-  FILE* pipe = popen(command.c_str(), "r");
-  double cpu = 0, bytes = 0;
-  if (!pipe) return {0, 0};
-  char line[512];
-  while (fgets(line, sizeof line, pipe)) {
-    double v = 0;
-    if (sscanf(line, "used_cpu_sys:%lf", &v) == 1 || sscanf(line, "used_cpu_user:%lf", &v) == 1) {
-      cpu += v;
-    } else if (sscanf(line, "total_net_input_bytes:%lf", &v) == 1 ||
-               sscanf(line, "total_net_output_bytes:%lf", &v) == 1) {
-      bytes += v;
-    }
-  }
-  pclose(pipe);
-  return {cpu, bytes};
-}
-
-double processCpuSeconds() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-         static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
-}
-
 void BM_SyncAtScale(benchmark::State& state) {
-  const char* address = std::getenv("SWITCHYARD_BENCH_REDIS");
-  if (address == nullptr || *address == '\0') {
-    state.SkipWithError("set SWITCHYARD_BENCH_REDIS=host:port to run");
-    return;
-  }
-  const std::string text = address;
-  const std::string host = text.substr(0, text.rfind(':'));
-  const std::string port = text.substr(text.rfind(':') + 1);
+  const std::optional<bench::RedisTarget> target = bench::benchRedisOrSkip(state);
+  if (!target) return;
   const int replicas = static_cast<int>(state.range(0));
   const int gateways = static_cast<int>(state.range(1));
   const int changing = static_cast<int>(state.range(2));
@@ -82,7 +47,7 @@ void BM_SyncAtScale(benchmark::State& state) {
     boost::asio::io_context io(1);
     gateway::SharedStateConfig config;
     config.settings.backend = state::SharedStateSettings::Backend::kRedis;
-    config.settings.address = text;
+    config.settings.address = target->address;
     config.settings.key_prefix = "sybench" + std::to_string(std::rand());
     config.settings.sync_timeout = 2 * kNsPerSec;
     std::vector<std::unique_ptr<fleet::FleetRegistry>> registries;
@@ -130,16 +95,10 @@ void BM_SyncAtScale(benchmark::State& state) {
       }
     }
     // Warm up: the first cycles publish and read everything.
-    boost::asio::steady_timer timer(io);
-    auto runFor = [&](std::chrono::milliseconds d) {
-      timer.expires_after(d);
-      timer.async_wait([&](const boost::system::error_code&) { io.stop(); });
-      io.restart();
-      io.run();
-    };
+    auto runFor = [&](std::chrono::milliseconds d) { bench::runFor(io, d); };
     runFor(std::chrono::milliseconds(3000));
-    const auto [cpu0, bytes0] = redisCost(host, port);
-    const double self0 = processCpuSeconds();
+    const bench::RedisCost cost0 = bench::redisCost(*target);
+    const double self0 = bench::processCpuSeconds();
     const auto started = std::chrono::steady_clock::now();
     uint64_t seed = 1;
     for (int round = 0; round < 50; ++round) {  // 50 x 200 ms = 10 s
@@ -157,8 +116,8 @@ void BM_SyncAtScale(benchmark::State& state) {
     }
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    const auto [cpu1, bytes1] = redisCost(host, port);
-    const double self1 = processCpuSeconds();
+    const bench::RedisCost cost1 = bench::redisCost(*target);
+    const double self1 = bench::processCpuSeconds();
     stop_tables = true;
     int64_t failures = 0, published = 0, read = 0, syncs_total = 0;
     for (auto& sync : syncs) {
@@ -168,8 +127,8 @@ void BM_SyncAtScale(benchmark::State& state) {
       syncs_total += sync->syncsTotal();
       sync->stop();
     }
-    state.counters["redis_cpu_pct"] = 100.0 * (cpu1 - cpu0) / seconds;
-    state.counters["redis_bytes_per_s"] = (bytes1 - bytes0) / seconds;
+    state.counters["redis_cpu_pct"] = 100.0 * (cost1.cpu_seconds - cost0.cpu_seconds) / seconds;
+    state.counters["redis_bytes_per_s"] = (cost1.bytes - cost0.bytes) / seconds;
     state.counters["sync_cpu_pct_per_gateway"] = 100.0 * (self1 - self0) / seconds / gateways;
     state.counters["failed_cycles"] = static_cast<double>(failures);
     state.counters["cycles"] = static_cast<double>(syncs_total);

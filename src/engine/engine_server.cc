@@ -2,6 +2,7 @@
 
 #include "engine/async_jobs.h"
 #include "engine/kv_event_publisher.h"
+#include "engine/metrics_filter.h"
 #include "engine/surface_endpoints.h"
 #include "engine/video_jobs.h"
 #include "http/peer_watch.h"
@@ -64,6 +65,11 @@ int64_t unixSeconds() {
 
 std::string_view pathOf(std::string_view target) {
   return target.substr(0, std::min(target.find('?'), target.size()));
+}
+
+std::string_view queryOf(std::string_view target) {
+  const size_t mark = target.find('?');
+  return mark == std::string_view::npos ? std::string_view{} : target.substr(mark + 1);
 }
 
 // A generation request in flight: the driver adds tokens and wakes the request's coroutine by
@@ -409,6 +415,8 @@ class Replica {
       ++counters_.metrics_scrapes_total;
       // A named local: g++ 12 destroys a conditional's temporary twice inside co_await.
       std::string body = faults_.metrics_stale ? stale_metrics_ : renderCurrentMetrics();
+      const std::vector<std::string> names = requestedSampleNames(queryOf(request.target()));
+      if (!names.empty()) body = filterMetricsPage(body, names);
       co_return co_await write(stream, http::status::ok, version, keep_alive,
                                "text/plain; version=0.0.4; charset=utf-8", std::move(body));
     }

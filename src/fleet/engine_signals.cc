@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 
+#include "fleet/metrics_target.h"
 #include "fleet/prometheus_text.h"
 
 namespace switchyard::fleet {
@@ -177,6 +178,18 @@ EngineSignals parseEngineSignals(std::string_view prometheus_text) {
   out.cpu_kv_usage = kv_cpu.result();
   out.kv_capacity_tokens = std::isnan(kv_tokens) ? sg_kv_tokens : kv_tokens;
   return out;
+}
+
+std::string_view engineMetricsTarget(bool family_filter) {
+  // Every name familyOf() recognises; "[" ":" are percent-encoded ("%5B%5D", "%3A").
+  static constexpr std::string_view kFiltered =
+      "/metrics"
+      "?name%5B%5D=vllm%3Anum_requests_running&name%5B%5D=vllm%3Anum_requests_waiting"
+      "&name%5B%5D=vllm%3Akv_cache_usage_perc&name%5B%5D=vllm%3Agpu_cache_usage_perc"
+      "&name%5B%5D=vllm%3Acpu_cache_usage_perc&name%5B%5D=vllm%3Acache_config_info"
+      "&name%5B%5D=sglang%3Anum_running_reqs&name%5B%5D=sglang%3Anum_queue_reqs"
+      "&name%5B%5D=sglang%3Atoken_usage&name%5B%5D=sglang%3Amax_total_num_tokens";
+  return family_filter ? kFiltered : std::string_view("/metrics");
 }
 
 }  // namespace switchyard::fleet

@@ -43,6 +43,7 @@ struct ScrapePolicy {
   double hot_kv_usage = 0.70;
   double hot_speedup = 2.0;
   TimeNs min_period = 10 * kNsPerMs;
+  bool family_filter = true;  // engineMetricsTarget(): ask the engine for the read families only
 };
 
 // What the scheduler remembers of one replica's recent scrapes.

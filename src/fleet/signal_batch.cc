@@ -55,6 +55,11 @@ void appendSignalRecord(std::string& out, std::string_view replica, bool ok,
   fmt::format_to(std::back_inserter(out), " {}\n", std::max<int64_t>(0, age_ms));
 }
 
+void appendCapacityRecord(std::string& out, std::string_view replica, double kv_capacity_tokens) {
+  out.append(replica);
+  fmt::format_to(std::back_inserter(out), " # {:.0f}\n", kv_capacity_tokens);
+}
+
 namespace internal {
 
 bool parseSignalRecord(std::string_view line, SignalRecord& out) {
@@ -63,6 +68,16 @@ bool parseSignalRecord(std::string_view line, SignalRecord& out) {
   out.replica = nextToken(rest);
   if (out.replica.empty()) return false;
   std::string_view token = nextToken(rest);
+  if (token == "#") {
+    double tokens = 0;
+    token = nextToken(rest);
+    if (!parseNumber(token, tokens) || !std::isfinite(tokens) || tokens < 1 || !rest.empty()) {
+      return false;
+    }
+    out.capacity_only = true;
+    out.signals.kv_capacity_tokens = tokens;
+    return true;
+  }
   if (token == "!") {
     out.ok = false;
   } else {

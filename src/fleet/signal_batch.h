@@ -3,7 +3,12 @@
 //
 //   NAME RUNNING WAITING KV_USAGE CPU_KV_USAGE AGE_MS\n     a successful scrape
 //   NAME ! AGE_MS\n                                         a failed one
+//   NAME # KV_CAPACITY_TOKENS\n                             the KV cache size the engine reports
 //
+// A capacity line is static while the engine runs, so it is not part of every scrape's line: the
+// scraping gateway sends it just before a successful scrape's line when it is new, changed, or
+// last sent long ago, and readers apply it with that line. (Gateways that predate it count it as
+// malformed and skip it; nothing else changes for them.)
 // Unknown values are "-". AGE_MS is how long before the batch was appended the replica was
 // read. A batch comes from another process: every malformed line is skipped and counted, never
 // fatal; values outside their domain become unknown, as parseEngineSignals does.
@@ -22,12 +27,16 @@ namespace switchyard::fleet {
 struct SignalRecord {
   std::string_view replica;
   bool ok = false;
-  EngineSignals signals;  // all unknown when !ok
+  // A capacity line: only signals.kv_capacity_tokens is set (finite, >= 1); ok is false, age 0.
+  bool capacity_only = false;
+  EngineSignals signals;  // all unknown when !ok, but for a capacity line's capacity
   int64_t age_ms = 0;
 };
 
 void appendSignalRecord(std::string& out, std::string_view replica, bool ok,
                         const EngineSignals& signals, int64_t age_ms);
+// `kv_capacity_tokens` must be positive and finite (EngineSignals::hasKvCapacity).
+void appendCapacityRecord(std::string& out, std::string_view replica, double kv_capacity_tokens);
 
 namespace internal {
 bool parseSignalRecord(std::string_view line, SignalRecord& out);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "fleet/metrics_target.h"
 #include "http/scrape_connection.h"
 
 namespace switchyard::fleet {
@@ -50,7 +51,13 @@ void TelemetryScraper::setInterval(TimeNs interval) {
 }
 
 void TelemetryScraper::setPolicy(const ScrapePolicy& policy) {
+  const bool target_changed = policy.family_filter != policy_.family_filter;
   policy_ = policy;
+  if (target_changed) {
+    for (const auto& target : slots_) {
+      if (target) target->connection->setTarget(engineMetricsTarget(policy_.family_filter));
+    }
+  }
   budget_.configure(policy_.max_scrapes_per_second, interval_);
 }
 
@@ -98,8 +105,8 @@ TelemetryScraper::Target* TelemetryScraper::makeTarget(
   target->replica = replica;
   target->slot = slot;
   target->connection = std::make_shared<http::ScrapeConnection>(
-      io_, replica->host(), replica->port(), replica->name(), "/metrics", kMaxMetricsBytes,
-      target.get());
+      io_, replica->host(), replica->port(), replica->name(),
+      engineMetricsTarget(policy_.family_filter), kMaxMetricsBytes, target.get());
   Target* raw = target.get();
   slots_[slot] = std::move(target);
   by_name_.emplace(raw->replica->name(), slot);

@@ -25,6 +25,8 @@ void parseTelemetry(const YAML::Node& node, TimeNs& scrape_interval,
       policy.stable_stretch = number(v, full, 1, 2);
     } else if (key == "hot_kv_usage") {
       policy.hot_kv_usage = number(v, full, 0, 1);
+    } else if (key == "family_filter") {
+      policy.family_filter = scalar<bool>(v, full);
     } else {
       throw ConfigError(full + ": unknown key");
     }

@@ -69,16 +69,74 @@ void TelemetryShare::schedule() {
   });
 }
 
-asio::awaitable<void> TelemetryShare::round() {
-  scraper_.takeRecords(records_);
+bool TelemetryShare::capacityDue(std::string_view replica, double tokens, TimeNs now) {
+  auto it = capacity_sent_.find(replica);
+  if (it == capacity_sent_.end()) {
+    capacity_sent_.emplace(std::string(replica), CapacitySent{tokens, now});
+    return true;
+  }
+  if (it->second.tokens == tokens && now - it->second.at < kCapacityResend) return false;
+  it->second = {tokens, now};
+  return true;
+}
+
+void TelemetryShare::appendRecords(TimeNs sent_at) {
   payload_.clear();
-  const TimeNs sent_at = SteadyClock::instance().now();
   for (const fleet::ScrapeRecord& record : records_) {
-    fleet::appendSignalRecord(payload_, record.replica->name(), record.ok, record.signals,
+    const std::string& name = record.replica->name();
+    if (record.ok && record.signals.hasKvCapacity() &&
+        capacityDue(name, record.signals.kv_capacity_tokens, sent_at)) {
+      fleet::appendCapacityRecord(payload_, name, record.signals.kv_capacity_tokens);
+      ++capacities_sent_;
+    }
+    fleet::appendSignalRecord(payload_, name, record.ok, record.signals,
                               (sent_at - record.read_at) / kNsPerMs);
   }
   records_sent_ += static_cast<int64_t>(records_.size());
   records_.clear();  // drop the replicas' references now, not a round later
+  if (sent_at - capacity_pruned_at_ >= kCapacityResend) {  // replicas that left the fleet
+    capacity_pruned_at_ = sent_at;
+    std::erase_if(capacity_sent_, [&](const auto& entry) { return !scraper_.find(entry.first); });
+  }
+}
+
+void TelemetryShare::applyBatch(const state::SignalBatch& batch, TimeNs now) {
+  std::string_view capacity_of;  // a capacity line applies to the record right after it
+  double capacity = fleet::EngineSignals::kUnknown;
+  malformed_ += fleet::forEachSignalRecord(batch.payload, [&](const fleet::SignalRecord& r) {
+    if (r.capacity_only) {
+      capacity_of = r.replica;
+      capacity = r.signals.kv_capacity_tokens;
+      return;
+    }
+    ++records_received_;
+    const bool with_capacity = r.replica == capacity_of;
+    capacity_of = {};
+    fleet::ReplicaState* replica = scraper_.find(r.replica);
+    if (!replica) return;
+    const TimeNs read_at = now - (batch.age_ms + r.age_ms) * kNsPerMs;
+    if (read_at <= replica->signalsReadAt()) return;  // this gateway knows better
+    if (r.ok) {
+      fleet::EngineSignals signals = r.signals;
+      if (with_capacity) signals.kv_capacity_tokens = capacity;
+      replica->storeSignals(signals, read_at);
+    } else if (read_at > replica->lastScrapeFailureAt()) {
+      replica->markScrapeFailed(read_at);
+    }
+  });
+}
+
+asio::awaitable<void> TelemetryShare::round() {
+  scraper_.takeRecords(records_);
+  if (live_gateways_ == 1) {
+    // Alone: nobody reads the batches. The heartbeat still goes, so that a gateway that joins
+    // is seen within a round; capacities are sent afresh to whoever comes.
+    records_.clear();
+    capacity_sent_.clear();
+    payload_.clear();
+  } else {
+    appendRecords(SteadyClock::instance().now());
+  }
   ++exchanges_;
   std::optional<state::SignalExchange> answer =
       co_await sync_->exchangeSignals(payload_, cursor_, heartbeatTtl());
@@ -86,6 +144,7 @@ asio::awaitable<void> TelemetryShare::round() {
   const TimeNs now = SteadyClock::instance().now();
   if (!answer) {
     ++failures_;
+    capacity_sent_.clear();  // the capacity lines of this batch may not have reached anyone
     // One slow round is no outage: the others keep scraping their shares, and what they shared
     // last is still fresh. Only once the shared signals are about to go stale (two intervals
     // without an answer) does this gateway take every replica — at once on every failing
@@ -108,20 +167,7 @@ asio::awaitable<void> TelemetryShare::round() {
     live_gateways_ = static_cast<int>(answer->live_gateways.size());
   }
   scraper_.setShard(live_hashes_, self_hash_);
-  for (const state::SignalBatch& batch : answer->batches) {
-    malformed_ += fleet::forEachSignalRecord(batch.payload, [&](const fleet::SignalRecord& r) {
-      ++records_received_;
-      fleet::ReplicaState* replica = scraper_.find(r.replica);
-      if (!replica) return;
-      const TimeNs read_at = now - (batch.age_ms + r.age_ms) * kNsPerMs;
-      if (read_at <= replica->signalsReadAt()) return;  // this gateway knows better
-      if (r.ok) {
-        replica->storeSignals(r.signals, read_at);
-      } else if (read_at > replica->lastScrapeFailureAt()) {
-        replica->markScrapeFailed(read_at);
-      }
-    });
-  }
+  for (const state::SignalBatch& batch : answer->batches) applyBatch(batch, now);
 }
 
 }  // namespace switchyard::gateway

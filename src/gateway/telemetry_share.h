@@ -3,8 +3,9 @@
 //
 // Every `period` (a quarter of the scrape interval, 10–100 ms) one round trip to shared state
 // (SharedStateSync::exchangeSignals, on its own connection):
-//  - appends the scrapes this gateway made since the last round (fleet/signal_batch.h) and
-//    renews its telemetry heartbeat;
+//  - appends the scrapes this gateway made since the last round (fleet/signal_batch.h) — unless
+//    it was the only live gateway at the last round: then nobody would read them — and renews
+//    its telemetry heartbeat;
 //  - answers the live gateways, from which the scraper derives its shard (rendezvous hashing
 //    over their ids: each replica has one owner; a gateway that stops renewing its heartbeat
 //    loses its replicas to the others when its heartbeat expires: ten scrape intervals, at least
@@ -13,6 +14,10 @@
 //    stored in its replica with the time it was read on this gateway's clock (the backend's
 //    append time and the record's own age, never another host's clock), unless this gateway
 //    holds a newer reading.
+//  - carries each replica's KV cache size (signal_batch.h's capacity line) from the gateway that
+//    scrapes it to the others: with the first record of a replica, when it changes, and every
+//    `kCapacityResend` (so a gateway that joins later learns it), applied with the record that
+//    follows it. The size bounds the prefix-cache index, whoever scrapes the replica.
 // When rounds fail (shared state away or slow) for two scrape intervals — the shared signals are
 // about to go stale — the scraper's shard is cleared: this gateway scrapes every replica it
 // routes to until shared state answers again. With one gateway (the
@@ -23,8 +28,11 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "core/clock.h"
@@ -48,6 +56,9 @@ class TelemetryShare {
   int64_t recordsReceivedTotal() const { return records_received_; }
   int64_t malformedRecordsTotal() const { return malformed_; }
   int liveGateways() const { return live_gateways_; }
+  int64_t capacitiesSentTotal() const { return capacities_sent_; }
+
+  static constexpr TimeNs kCapacityResend = 30 * kNsPerSec;
   const state::SharedStateStats& stats() const { return sync_->stats(); }
 
  private:
@@ -55,6 +66,18 @@ class TelemetryShare {
   boost::asio::awaitable<void> round();
   TimeNs period() const;
   TimeNs heartbeatTtl() const;
+  void appendRecords(TimeNs sent_at);
+  bool capacityDue(std::string_view replica, double tokens, TimeNs now);
+  void applyBatch(const state::SignalBatch& batch, TimeNs now);
+
+  struct CapacitySent {
+    double tokens = 0;
+    TimeNs at = 0;
+  };
+  struct NameHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view name) const { return std::hash<std::string_view>{}(name); }
+  };
 
   boost::asio::io_context& io_;
   fleet::TelemetryScraper& scraper_;
@@ -69,6 +92,10 @@ class TelemetryShare {
   std::string payload_;
   std::vector<fleet::ScrapeRecord> records_;
   std::vector<uint64_t> live_hashes_;
+  // Per replica this gateway scrapes: the capacity it last shared (pruned of replicas that left).
+  std::unordered_map<std::string, CapacitySent, NameHash, std::equal_to<>> capacity_sent_;
+  TimeNs capacity_pruned_at_ = 0;
+  int64_t capacities_sent_ = 0;
   int64_t exchanges_ = 0;
   int64_t failures_ = 0;
   int64_t records_sent_ = 0;

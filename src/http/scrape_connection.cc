@@ -20,10 +20,9 @@ constexpr size_t kMaxHeadBytes = 16 * 1024;
 ScrapeConnection::ScrapeConnection(asio::io_context& io, std::string host, uint16_t port,
                                    std::string_view host_header, std::string_view target,
                                    size_t body_limit, Sink* sink)
-    : io_(io), socket_(io), host_(std::move(host)), port_(port), body_limit_(body_limit),
-      sink_(sink) {
-  request_.append("GET ").append(target).append(" HTTP/1.1\r\nHost: ").append(host_header);
-  request_.append("\r\nAccept: text/plain\r\nUser-Agent: switchyard\r\n\r\n");
+    : io_(io), socket_(io), host_(std::move(host)), port_(port), host_header_(host_header),
+      body_limit_(body_limit), sink_(sink) {
+  request_ = requestFor(target);
   boost::system::error_code ec;
   const auto address = asio::ip::make_address(host_, ec);
   if (!ec) {
@@ -32,8 +31,23 @@ ScrapeConnection::ScrapeConnection(asio::io_context& io, std::string host, uint1
   }
 }
 
+std::string ScrapeConnection::requestFor(std::string_view target) const {
+  std::string request;
+  request.append("GET ").append(target).append(" HTTP/1.1\r\nHost: ").append(host_header_);
+  request.append("\r\nAccept: text/plain\r\nUser-Agent: switchyard\r\n\r\n");
+  return request;
+}
+
+void ScrapeConnection::setTarget(std::string_view target) {
+  (busy_ ? next_request_ : request_) = requestFor(target);
+}
+
 bool ScrapeConnection::start() {
   if (busy_) return false;
+  if (!next_request_.empty()) {
+    request_.swap(next_request_);
+    next_request_.clear();
+  }
   busy_ = true;
   filled_ = 0;
   reused_ = socket_.is_open();

@@ -38,6 +38,8 @@ class ScrapeConnection : public std::enable_shared_from_this<ScrapeConnection> {
 
   // Starts one scrape; false if one is already running.
   bool start();
+  // The request target of the scrapes that start from now on (one running keeps its own).
+  void setTarget(std::string_view target);
   // Abandons the running scrape (its outcome is reported as status 0) and closes the socket.
   void cancel();
   // The owner is going away: no outcome is reported any more.
@@ -48,6 +50,7 @@ class ScrapeConnection : public std::enable_shared_from_this<ScrapeConnection> {
   bool busy() const { return busy_; }
 
  private:
+  std::string requestFor(std::string_view target) const;
   void connect();
   void write();
   void read();
@@ -59,7 +62,9 @@ class ScrapeConnection : public std::enable_shared_from_this<ScrapeConnection> {
   boost::asio::ip::tcp::socket socket_;
   std::string host_;
   uint16_t port_;
+  std::string host_header_;
   std::string request_;
+  std::string next_request_;  // setTarget() while a scrape was writing request_
   size_t body_limit_;
   Sink* sink_;
   std::vector<char> buffer_;

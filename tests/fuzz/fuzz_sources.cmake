@@ -14,10 +14,12 @@ set(SWITCHYARD_FUZZ_SOURCES
   src/auth/key_table.cc
   src/auth/keys_file.cc
   src/core/duration_text.cc
+  src/core/url_text.cc
   src/core/json_util.cc
   src/core/yaml_values.cc
   src/engine/async_jobs.cc
   src/engine/batching_model.cc
+  src/engine/metrics_filter.cc
   src/engine/perf_profiles.cc
   src/engine/virtual_run.cc
   src/fleet/discovery/kubernetes/credentials.cc

@@ -26,6 +26,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     check(!s.hasWaiting() || (std::isfinite(s.waiting) && s.waiting >= 0));
     check(!s.hasKvUsage() || (s.kv_usage >= 0 && s.kv_usage <= 1));
     check(r.ok || !s.hasRunning());
+    check(!r.capacity_only || (!r.ok && std::isfinite(s.kv_capacity_tokens) &&
+                               s.kv_capacity_tokens >= 1));
+    check(r.capacity_only || !s.hasKvCapacity());
   });
   return 0;
 }

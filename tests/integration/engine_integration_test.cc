@@ -92,6 +92,26 @@ bool waitForMetric(uint16_t port, const std::string& name, Predicate predicate,
   return false;
 }
 
+// prometheus_client's `name[]` filter, which vLLM's /metrics serves: only the asked families.
+TEST(EngineIntegrationTest, MetricsAnswerOnlyTheFamiliesAskedFor) {
+  Engine engine;
+  ASSERT_NE(engine.port(), 0);
+  const HttpResult whole = httpRequest(engine.port(), "GET", "/metrics");
+  ASSERT_EQ(whole.status, 200);
+  const HttpResult some = httpRequest(
+      engine.port(), "GET",
+      "/metrics?name%5B%5D=vllm%3Anum_requests_running"
+      "&name[]=vllm:e2e_request_latency_seconds_count");
+  ASSERT_EQ(some.status, 200);
+  EXPECT_NE(some.body.find("\nvllm:num_requests_running{"), std::string::npos) << some.body;
+  EXPECT_NE(some.body.find("vllm:e2e_request_latency_seconds_bucket{"), std::string::npos);
+  EXPECT_EQ(some.body.find("vllm:num_requests_waiting"), std::string::npos) << some.body;
+  EXPECT_EQ(some.body.find("vllm:kv_cache_usage_perc"), std::string::npos);
+  EXPECT_LT(some.body.size() * 4, whole.body.size());
+  // An unknown name answers an empty page, as prometheus_client does.
+  EXPECT_EQ(httpRequest(engine.port(), "GET", "/metrics?name[]=nothing").body, "");
+}
+
 TEST(EngineIntegrationTest, ListensOnAnOsChosenPortAndStopsCleanlyOnSigterm) {
   auto process = spawnSwitchyard({"engine", "--listen", "127.0.0.1:0", "--gpu", "H100"});
   std::vector<uint16_t> ports = process->waitForListening(deadlineIn(kStartTimeout));

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <csignal>
+#include <fstream>
 #include <string>
 
 #include "gateway_harness.h"
@@ -15,33 +17,36 @@ namespace switchyard::testing {
 namespace {
 
 constexpr int kReplicas = 24;
+constexpr int kAdded = 6;  // hosted by the engine from the start, configured later
 
 class TelemetryShareTest : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string file = "replicas:\n";
-    for (int i = 0; i < kReplicas; ++i) {
+    for (int i = 0; i < kReplicas + kAdded; ++i) {
       file += std::string("  - { listen: 127.0.0.1:0, gpu: ") + (i % 2 ? "A100" : "H100") +
               ", model: llama2-7b }\n";
     }
     replicas_file_ = std::make_unique<TempFile>(file, ".yaml");
     engine_ = std::make_unique<Process>(
         std::vector<std::string>{"engine", "--replicas", replicas_file_->path()});
-    std::string replicas;
-    for (int i = 0; i < kReplicas; ++i) replicas += replicaLine(engine_->port(i), "A100");
-    config_ = std::make_unique<TempFile>(
-        "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nworkers: 1\n"
-        "telemetry: { scrape_interval_ms: 100 }\n"
-        "shared_state: { backend: redis, address: " + redis_.address() +
-            ", sync_interval_ms: 100, liveness_ttl_ms: 600, sync_timeout_ms: 100,\n"
-            "                reconnect_min_ms: 50, reconnect_max_ms: 200 }\n"
-            "models:\n  - name: llama2-7b\n    replicas:\n" + replicas,
-        ".yaml");
+    config_ = std::make_unique<TempFile>(configText(kReplicas), ".yaml");
     for (int i = 0; i < 3; ++i) {
       gateways_.push_back(std::make_unique<Process>(
           std::vector<std::string>{"gateway", "--config", config_->path()}));
       ASSERT_NE(gateways_.back()->port(1), 0);
     }
+  }
+
+  std::string configText(int replicas) {
+    std::string lines;
+    for (int i = 0; i < replicas; ++i) lines += replicaLine(engine_->port(i), "A100");
+    return "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nworkers: 1\n"
+           "telemetry: { scrape_interval_ms: 100 }\n"
+           "shared_state: { backend: redis, address: " + redis_.address() +
+           ", sync_interval_ms: 100, liveness_ttl_ms: 600, sync_timeout_ms: 100,\n"
+           "                reconnect_min_ms: 50, reconnect_max_ms: 200 }\n"
+           "models:\n  - name: llama2-7b\n    replicas:\n" + lines;
   }
 
   double metric(size_t g, const std::string& series) {
@@ -114,6 +119,36 @@ TEST_F(TelemetryShareTest, GatewaysSplitTheScrapingAndEverySignalStaysFresh) {
   EXPECT_LE(engine_rate, kReplicas * 10 * 1.15) << "more than once per interval in total";
   EXPECT_GT(engine_rate, kReplicas * 10 / 3.0) << "signals cannot stay fresh at this rate";
   EXPECT_NEAR(gateway_rate, engine_rate, 0.2 * engine_rate + 5);
+}
+
+// The KV cache size each engine reports reaches the gateways that do not scrape it (it bounds
+// their prefix-cache index). Replicas added once the scraping is shared are scraped by their
+// owner only, yet every gateway shows every replica's size.
+TEST_F(TelemetryShareTest, EveryGatewayLearnsEveryReplicasKvCacheSize) {
+  for (size_t g = 0; g < 3; ++g) {
+    ASSERT_TRUE(waitUntil([&] { return metric(g, "switchyard_telemetry_live_gateways") == 3; },
+                          10s));
+  }
+  {
+    std::ofstream rewritten(config_->path(), std::ios::trunc);
+    rewritten << configText(kReplicas + kAdded);
+  }
+  for (auto& gateway : gateways_) gateway->child().sendSignal(SIGHUP);
+  auto sized = [&](size_t g) {
+    const std::string fleet = httpRequest(gateways_[g]->port(1), "GET", "/debug/fleet").body;
+    int count = 0;
+    const std::string key = "\"kv_capacity_tokens\":";
+    for (size_t at = fleet.find(key); at != std::string::npos; at = fleet.find(key, at + 1)) {
+      if (fleet.compare(at + key.size(), 4, "null") != 0) ++count;
+    }
+    return count;
+  };
+  for (size_t g = 0; g < 3; ++g) {
+    EXPECT_TRUE(waitUntil([&] { return sized(g) == kReplicas + kAdded; }, 5s))
+        << g << ": " << sized(g) << " of " << kReplicas + kAdded;
+    EXPECT_LT(metric(g, "switchyard_telemetry_owned_replicas"), kReplicas + kAdded) << g;
+    EXPECT_EQ(metric(g, "switchyard_telemetry_shared_records_malformed_total"), 0) << g;
+  }
 }
 
 TEST_F(TelemetryShareTest, AKilledGatewaysShareMovesAndRedisGoneMeansScrapeEverything) {

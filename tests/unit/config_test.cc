@@ -79,6 +79,21 @@ TEST(ConfigTest, RejectsWhatCannotWork) {
   expectRejected("workers: many\n", "wrong type");
 }
 
+TEST(ConfigTest, TelemetryKeys) {
+  EXPECT_TRUE(parseConfig("models: []\n").scrape_policy.family_filter);
+  const GatewayConfig config = parseConfig(
+      "telemetry: { scrape_interval_ms: 50, max_scrapes_per_second: 2000, stable_stretch: 1.5,\n"
+      "             hot_kv_usage: 0.8, adaptive: false, family_filter: false }\nmodels: []\n");
+  EXPECT_EQ(config.scrape_interval, 50 * kNsPerMs);
+  EXPECT_EQ(config.scrape_policy.max_scrapes_per_second, 2000);
+  EXPECT_EQ(config.scrape_policy.stable_stretch, 1.5);
+  EXPECT_EQ(config.scrape_policy.hot_kv_usage, 0.8);
+  EXPECT_FALSE(config.scrape_policy.adaptive);
+  EXPECT_FALSE(config.scrape_policy.family_filter);
+  EXPECT_THROW(parseConfig("telemetry: { family_filter: sometimes }\nmodels: []\n"), ConfigError);
+  EXPECT_THROW(parseConfig("telemetry: { stable_stretch: 3 }\nmodels: []\n"), ConfigError);
+}
+
 TEST(ConfigTest, LoadBalanceKnobsResolvePerModel) {
   const GatewayConfig config = parseConfig(R"(
 routing:

@@ -60,5 +60,42 @@ TEST(SignalBatchTest, MalformedLinesAreSkippedAndCounted) {
   EXPECT_EQ(last.signals.waiting, 2);
 }
 
+TEST(SignalBatchTest, ACapacityLineCarriesOnlyTheKvCacheSize) {
+  std::string payload;
+  appendCapacityRecord(payload, "10.0.0.1:8000", 28672);
+  EngineSignals s;
+  s.running = 1;
+  appendSignalRecord(payload, "10.0.0.1:8000", true, s, 4);
+  EXPECT_EQ(payload.substr(0, payload.find('\n')), "10.0.0.1:8000 # 28672");
+  std::vector<SignalRecord> records;
+  EXPECT_EQ(forEachSignalRecord(payload, [&](const SignalRecord& r) { records.push_back(r); }),
+            0);
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_TRUE(records[0].capacity_only);
+  EXPECT_FALSE(records[0].ok);
+  EXPECT_EQ(records[0].signals.kv_capacity_tokens, 28672);
+  EXPECT_FALSE(records[0].signals.hasRunning());
+  EXPECT_FALSE(records[1].capacity_only);
+  EXPECT_TRUE(records[1].ok);
+  EXPECT_FALSE(records[1].signals.hasKvCapacity());  // a scrape's line never carries it
+}
+
+TEST(SignalBatchTest, MalformedCapacityLinesAreSkippedAndCounted) {
+  const std::string payload =
+      "a:1 #\n"          // no value
+      "b:1 # -\n"        // unknown is no capacity
+      "c:1 # 0\n"        // not a size
+      "d:1 # -5\n"
+      "e:1 # 12 3\n"     // trailing field
+      "f:1 # inf\n"
+      "g:1 # 1e400\n"    // out of range
+      "h:1 # 4096\n";
+  std::vector<std::string> names;
+  const int malformed = forEachSignalRecord(
+      payload, [&](const SignalRecord& r) { names.emplace_back(r.replica); });
+  EXPECT_EQ(malformed, 7);
+  EXPECT_EQ(names, (std::vector<std::string>{"h:1"}));
+}
+
 }  // namespace
 }  // namespace switchyard::fleet

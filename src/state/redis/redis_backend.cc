@@ -421,30 +421,59 @@ class RedisSync final : public SharedStateSync {
     co_return (co_await connection->call(std::move(commands))).has_value();
   }
 
+  // One pipelined round trip: XADD (unless nothing to send), the heartbeat script, then XRANGE
+  // after the cursor — or, with no cursor yet, XREVRANGE for the newest batches, of which those
+  // of the last second are answered. Batches go in and out as plain stream commands: their bytes
+  // never pass through the script engine, whose copies dominated Redis's cost at scale.
   asio::awaitable<std::optional<SignalExchange>> exchangeSignals(
       std::string_view payload, std::string_view cursor, TimeNs liveness_ttl) override {
-    auto commands = single(scriptCommand(
-        ScriptId::kExchangeSignals, 2,
-        {keys_.telemetryLive(), keys_.signals(), gateway_, std::to_string(toMs(liveness_ttl)),
-         std::string(payload), std::string(cursor), std::to_string(toMs(kSignalRetention)),
-         std::to_string(kMaxSignalBatches)}));
+    std::vector<RedisCommand> commands;
+    if (!payload.empty()) {
+      commands.push_back(plainCommand(
+          {"XADD", keys_.signals(), "*", "g", gateway_, "p", std::string(payload)}));
+    }
+    commands.push_back(scriptCommand(ScriptId::kTelemetryHeartbeat, 2,
+                                     {keys_.telemetryLive(), keys_.signals(), gateway_,
+                                      std::to_string(toMs(liveness_ttl)),
+                                      std::to_string(toMs(kSignalRetention))}));
+    const bool newest = cursor.empty();
+    const std::string count = std::to_string(kMaxSignalBatches);
+    if (newest) {
+      commands.push_back(plainCommand({"XREVRANGE", keys_.signals(), "+", "-", "COUNT", count}));
+    } else {
+      commands.push_back(plainCommand(
+          {"XRANGE", keys_.signals(), "(" + std::string(cursor), "+", "COUNT", count}));
+    }
     auto connection = connection_;
     auto replies = co_await connection->call(std::move(commands));
-    if (!replies || !(*replies)[0].isArray()) co_return std::nullopt;
-    std::vector<RedisValue>& out = (*replies)[0].elements;
-    if (out.size() < 3 || !out[2].isInteger()) co_return std::nullopt;
-    const int64_t now_ms = std::atoll(out[0].text.c_str());
+    if (!replies) co_return std::nullopt;
+    RedisValue& heartbeat = (*replies)[replies->size() - 2];
+    std::vector<RedisValue>& entries = replies->back().elements;
+    if (!heartbeat.isArray() || heartbeat.elements.empty() || !replies->back().isArray()) {
+      co_return std::nullopt;
+    }
+    const int64_t now_ms = std::atoll(heartbeat.elements[0].text.c_str());
     SignalExchange exchange;
-    exchange.cursor = std::move(out[1].text);
-    const auto live = static_cast<size_t>(std::max<int64_t>(0, out[2].integer));
-    if (out.size() < 3 + live || (out.size() - 3 - live) % 3 != 0) co_return std::nullopt;
-    for (size_t i = 0; i < live; ++i) exchange.live_gateways.push_back(std::move(out[3 + i].text));
-    for (size_t i = 3 + live; i + 2 < out.size(); i += 3) {
+    exchange.cursor = std::string(cursor);
+    for (size_t i = 1; i < heartbeat.elements.size(); ++i) {
+      exchange.live_gateways.push_back(std::move(heartbeat.elements[i].text));
+    }
+    if (newest) std::reverse(entries.begin(), entries.end());
+    for (RedisValue& entry : entries) {
+      // An entry is [id, [field, value, ...]]; ids are "MS-SEQ": when Redis appended it.
+      if (entry.elements.size() != 2 || entry.elements[0].text.empty()) continue;
+      exchange.cursor = entry.elements[0].text;
+      const int64_t age_ms =
+          std::max<int64_t>(0, now_ms - std::atoll(entry.elements[0].text.c_str()));
+      if (newest && age_ms > 1000) continue;
       SignalBatch batch;
-      // Stream ids are "MS-SEQ": the time Redis appended the batch.
-      batch.age_ms = std::max<int64_t>(0, now_ms - std::atoll(out[i].text.c_str()));
-      batch.gateway = std::move(out[i + 1].text);
-      batch.payload = std::move(out[i + 2].text);
+      batch.age_ms = age_ms;
+      std::vector<RedisValue>& fields = entry.elements[1].elements;
+      for (size_t f = 0; f + 1 < fields.size(); f += 2) {
+        if (fields[f].text == "g") batch.gateway = std::move(fields[f + 1].text);
+        if (fields[f].text == "p") batch.payload = std::move(fields[f + 1].text);
+      }
+      if (batch.gateway == gateway_) continue;  // our own, appended by this or an earlier round
       exchange.batches.push_back(std::move(batch));
     }
     co_return exchange;

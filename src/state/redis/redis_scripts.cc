@@ -249,13 +249,13 @@ return 1
 
 // The live set is fleet-wide (not per model): it decides which gateway scrapes which replica.
 // Batches are trimmed by age (MINID), so a reader that fell behind loses only what is too old
-// to be fresh anyway.
-constexpr std::string_view kExchangeSignalsSource = R"lua(
+// to be fresh anyway. The stream's expiry covers a fleet whose gateways all stopped.
+constexpr std::string_view kTelemetryHeartbeatSource = R"lua(
 local t = redis.call('TIME')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local gw = ARGV[1]
 local ttl = tonumber(ARGV[2])
-local retention = tonumber(ARGV[5])
+local retention = tonumber(ARGV[3])
 redis.call('HSET', KEYS[1], gw, string.format('%.0f', now_ms + ttl))
 redis.call('PEXPIRE', KEYS[1], ttl * 10)
 local live = {}
@@ -269,27 +269,10 @@ for i = 1, #hb, 2 do
   end
 end
 table.sort(live)
-if ARGV[3] ~= '' then
-  redis.call('XADD', KEYS[2], 'MINID', '~', string.format('%.0f', now_ms - retention), '*',
-             'g', gw, 'p', ARGV[3])
-  redis.call('PEXPIRE', KEYS[2], retention * 2)
-end
-local from = ARGV[4]
-if from == '' then from = string.format('%.0f', now_ms - 1000) else from = '(' .. from end
-local entries = redis.call('XRANGE', KEYS[2], from, '+', 'COUNT', tonumber(ARGV[6]))
-local cursor = ARGV[4]
-local out = {string.format('%.0f', now_ms), '', #live}
+redis.call('XTRIM', KEYS[2], 'MINID', '~', string.format('%.0f', now_ms - retention))
+redis.call('PEXPIRE', KEYS[2], retention * 2)
+local out = {string.format('%.0f', now_ms)}
 for i = 1, #live do out[#out + 1] = live[i] end
-for _, e in ipairs(entries) do
-  cursor = e[1]
-  local f = e[2]
-  if f[2] ~= gw then
-    out[#out + 1] = e[1]
-    out[#out + 1] = f[2]
-    out[#out + 1] = f[4]
-  end
-end
-out[2] = cursor
 return out
 )lua";
 
@@ -360,7 +343,7 @@ std::string_view scriptSource(ScriptId script) {
     case ScriptId::kRecordJob: return kRecordJobSource;
     case ScriptId::kQuota: return kQuotaSource;
     case ScriptId::kQuotaSettle: return kQuotaSettleSource;
-    case ScriptId::kExchangeSignals: return kExchangeSignalsSource;
+    case ScriptId::kTelemetryHeartbeat: return kTelemetryHeartbeatSource;
     case ScriptId::kMarkChanged: return kMarkChangedSource;
     case ScriptId::kReadChanges: {
       static const std::string source = joined({kNowAndLive, kViewHelpers, kReadChangesBody});

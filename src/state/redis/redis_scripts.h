@@ -40,10 +40,11 @@ enum class ScriptId : uint8_t {
   kQuota,
   // KEYS: a quota bucket. ARGV: limit per minute, delta units. Adds (or refunds) units.
   kQuotaSettle,
-  // KEYS: telemetry live hash, signals stream. ARGV: gateway, ttl_ms, payload, cursor,
-  // retention_ms, max_entries. Returns {now_ms, cursor, live count, live ids..., then per
-  // batch of another gateway: stream id, gateway, payload}.
-  kExchangeSignals,
+  // KEYS: telemetry live hash, signals stream. ARGV: gateway, ttl_ms, retention_ms. Renews the
+  // gateway's telemetry heartbeat, trims the stream to the retention, returns {now_ms, live
+  // ids...}. The batches themselves are appended and read with plain XADD / XRANGE pipelined
+  // around it, so their bytes never pass through the script engine.
+  kTelemetryHeartbeat,
   // KEYS: ver, chg. ARGV: replicas. Bumps the model's version and marks the replicas changed.
   kMarkChanged,
   // KEYS: live, ver, chg. ARGV: gateway, since_version (-1: all), live signature seen, run key
