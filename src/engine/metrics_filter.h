@@ -1,5 +1,5 @@
-// The `name[]` filter of a /metrics request, as prometheus_client serves it (vLLM and SGLang
-// mount its ASGI app on /metrics): `GET /metrics?name[]=vllm:num_requests_running&name[]=…`
+// The `name[]` filter of a /metrics request, as prometheus_client's ASGI app serves it (SGLang
+// and vLLM mount it on /metrics): `GET /metrics?name[]=vllm:num_requests_running&name[]=…`
 // answers only the metric families with a sample of one of those names. The emulator honours it
 // so that gateways asking for the families they read (fleet::engineMetricsTarget) are served the
 // way a real engine serves them.

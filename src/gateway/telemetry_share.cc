@@ -72,11 +72,17 @@ void TelemetryShare::schedule() {
 bool TelemetryShare::capacityDue(std::string_view replica, double tokens, TimeNs now) {
   auto it = capacity_sent_.find(replica);
   if (it == capacity_sent_.end()) {
-    capacity_sent_.emplace(std::string(replica), CapacitySent{tokens, now});
+    capacity_sent_.emplace(std::string(replica), CapacitySent{tokens, now, now});
     return true;
   }
-  if (it->second.tokens == tokens && now - it->second.at < kCapacityResend) return false;
-  it->second = {tokens, now};
+  CapacitySent& sent = it->second;
+  // With every record for a while after the first: the others may add the replica to their
+  // fleet a little later (each reloads or hears from discovery on its own).
+  const bool introducing = now - sent.first_at < kCapacityIntroduction;
+  if (sent.tokens == tokens && !introducing && now - sent.at < kCapacityResend) return false;
+  if (sent.tokens != tokens) sent.first_at = now;
+  sent.tokens = tokens;
+  sent.at = now;
   return true;
 }
 

@@ -15,9 +15,10 @@
 //    append time and the record's own age, never another host's clock), unless this gateway
 //    holds a newer reading.
 //  - carries each replica's KV cache size (signal_batch.h's capacity line) from the gateway that
-//    scrapes it to the others: with the first record of a replica, when it changes, and every
-//    `kCapacityResend` (so a gateway that joins later learns it), applied with the record that
-//    follows it. The size bounds the prefix-cache index, whoever scrapes the replica.
+//    scrapes it to the others: with every record of a replica for `kCapacityIntroduction` after
+//    it is first read or changes (the others may add the replica to their fleet a little later),
+//    then every `kCapacityResend` (so a gateway that joins later learns it), applied with the
+//    record that follows it. The size bounds the prefix-cache index, whoever scrapes the replica.
 // When rounds fail (shared state away or slow) for two scrape intervals — the shared signals are
 // about to go stale — the scraper's shard is cleared: this gateway scrapes every replica it
 // routes to until shared state answers again. With one gateway (the
@@ -58,6 +59,7 @@ class TelemetryShare {
   int liveGateways() const { return live_gateways_; }
   int64_t capacitiesSentTotal() const { return capacities_sent_; }
 
+  static constexpr TimeNs kCapacityIntroduction = 5 * kNsPerSec;
   static constexpr TimeNs kCapacityResend = 30 * kNsPerSec;
   const state::SharedStateStats& stats() const { return sync_->stats(); }
 
@@ -72,7 +74,8 @@ class TelemetryShare {
 
   struct CapacitySent {
     double tokens = 0;
-    TimeNs at = 0;
+    TimeNs first_at = 0;  // first sent (at this size)
+    TimeNs at = 0;        // last sent
   };
   struct NameHash {
     using is_transparent = void;
