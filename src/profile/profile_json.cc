@@ -181,14 +181,19 @@ ProfileParse parseProfileJson(std::string_view text) {
           }
           // AIBrix writes unset time SLOs as absent; a 0 or inf limit means "none" too.
           const double limit = v > 0 && v < 1e12 ? v : 0;
-          if (slo_key == "percentile")
+          if (slo_key == "percentile") {
+            // Outside int's range the conversion is undefined; validation refuses what is left.
+            if (v < 0 || v > 100) {
+              return fail(fmt::format("slos.percentile {} must be 0, 50, 90 or 99", v));
+            }
             p.slo.percentile = static_cast<int>(v);
-          else if (slo_key == "ttft")
+          } else if (slo_key == "ttft") {
             p.slo.ttft = limit;
-          else if (slo_key == "tpot")
+          } else if (slo_key == "tpot") {
             p.slo.tpot = limit;
-          else if (slo_key == "e2e")
+          } else if (slo_key == "e2e") {
             p.slo.e2e = limit;
+          }
         }
       }
     } else if (key == "steps") {

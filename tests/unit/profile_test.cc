@@ -206,6 +206,8 @@ TEST(ProfileJsonTest, RejectsMalformedProfilesWithAReason) {
       R"({"gpu":"a","tputs":[[1]],"indexes":[[16],[128]],"slos":{"percentile":42}})",
       R"({"gpu":"a","tputs":[[1]],"indexes":[[16],[128]],"steps":[[[{"offered_rps":-1}]]]})",
       R"({"tputs":[[1]],"indexes":[[16],[128]]})",
+      // A percentile far outside int's range (found by the profile_json fuzz target).
+      R"({"gpu":"a","tputs":[[1]],"indexes":[[16],[128]],"slos":{"percentile":9e22}})",
       // `steps` not an array (found by the profile_json fuzz target).
       R"({"gpu":"a","tputs":[[1]],"indexes":[[16],[128]],"steps":"m"})",
   };
