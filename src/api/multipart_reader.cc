@@ -184,10 +184,12 @@ void MultipartReader::headerLine() {
         }
       });
   if (!ok) return fail(MultipartError::kMalformedPart);
-  if (!named) return;
+  // A part with a filename is an upload, whichever of its header lines says so: its bytes are
+  // counted, never kept, even when an earlier line named it `model` or a text field.
+  if (part_is_file_) part_is_model_ = part_keep_ = false;
+  if (!named || part_is_file_) return;
   part_is_model_ = false;
   part_keep_ = false;
-  if (part_is_file_) return;
   if (name == "model") {
     part_is_model_ = !model_seen_;  // the first model field counts
     return;

@@ -56,6 +56,25 @@ TEST(MultipartReaderTest, EverySplitGivesTheSameResult) {
   }
 }
 
+// A part named `model` whose second Content-Disposition line gives a filename is an upload: its
+// bytes are counted, and a long one is not a too-long model field, however the body is split.
+TEST(MultipartReaderTest, APartWithAFilenameIsAFileWhateverItsOtherLinesSay) {
+  const std::string body =
+      "------sy42\r\nContent-Disposition: form-data; name=\"model\"\r\n"
+      "Content-Disposition: form-data; filename=\"m.bin\"\r\n\r\n" +
+      std::string(600, 'm') + "\r\n------sy42--\r\n";
+  for (size_t cut : {size_t{0}, size_t{200}, size_t{400}, body.size()}) {
+    MultipartReader reader;
+    ASSERT_EQ(reader.start(kType), MultipartError::kNone);
+    reader.feed(std::string_view(body).substr(0, cut));
+    reader.feed(std::string_view(body).substr(cut));
+    ASSERT_EQ(reader.finish(), MultipartError::kNone) << cut;
+    EXPECT_FALSE(reader.hasModel());
+    EXPECT_EQ(reader.fileBytes(), 600u);
+    EXPECT_EQ(reader.fileParts(), 1);
+  }
+}
+
 TEST(MultipartReaderTest, ContentTypeErrors) {
   MultipartReader reader;
   EXPECT_EQ(reader.start(""), MultipartError::kNotMultipart);
