@@ -47,7 +47,7 @@ YAML
 "$BIN" gateway --config "$work/gateway.yaml" >"$work/gateway.out" 2>"$work/gateway.err" &
 pids+=($!)
 for _ in $(seq 100); do grep -q '^listening' "$work/gateway.out" 2>/dev/null && break; sleep 0.05; done
-read -r _ client admin <"$work/gateway.out"
+read -r _ client admin < <(grep -m1 '^listening' "$work/gateway.out")
 echo "$BIN engine --gpu A100 --model llama2-7b --listen 127.0.0.1:${ports[0]} --seed 0" \
   >"$work/restart.cmd"
 echo "${pids[0]}" >"$work/engine0.pid"

@@ -10,8 +10,10 @@
 #
 # Second part: the latency Redis adds per request. One gateway in front of a fixed-answer nginx
 # backend (as in proxy_overhead.sh), with `limits.max_inflight_per_replica` set so that admission
-# goes through shared state, `backend: memory` vs `backend: redis`, wrk at concurrency 1 and 32,
-# interleaved runs, medians.
+# goes through shared state: `backend: memory` vs `backend: redis` with leased in-flight slots
+# (the default) vs `backend: redis` admitting request by request (`inflight_slots_ahead: 0`),
+# wrk at concurrency 1 and 32, interleaved runs, medians. Goal at 32 connections (leased slots):
+# at least 0.8x the memory backend's RPS and at most +0.5 ms p99; PASS/MISS is printed.
 #
 # Each strategy starts from nothing (new engines, Redis, gateways) on the same seeded arrivals.
 # Loopback only; every process started here is stopped on exit.
@@ -163,7 +165,7 @@ run_strategy() {
   : >"$work/replicas.yaml"
   for i in $(seq 0 "$established"); do echo "- { gpu: $gpu, seed: $((i + 1)) }" >>"$work/replicas.yaml"; done
   start engines "$bin" engine --model llama2-7b --replicas "$work/replicas.yaml"
-  read -r -a addrs <<<"$(sed -n '1s/^listening //p' "$work/engines.out")"
+  read -r -a addrs <<<"$(sed -n 's/^listening //p' "$work/engines.out" | head -1)"
   [ "${#addrs[@]}" -eq $((established + 1)) ] || die "engines printed '$(head -1 "$work/engines.out")'"
   local routing="default_strategy: $strategy"
   if [ "$strategy" = least-request-top-k ] && [ -n "$topk_yaml" ]; then
@@ -196,7 +198,7 @@ YAML
     start "gateway$g" "$bin" gateway --config "$work/gateway.yaml"
     gw_pids+=("${pids[-1]}")
     local line
-    read -r _ c a <"$work/gateway$g.out"
+    read -r _ c a < <(grep -m1 '^listening' "$work/gateway$g.out")
     gw_clients+=("$c"); gw_admins+=("$a")
   done
   # Every gateway must answer (and see the others in Redis) before the load starts.
@@ -342,10 +344,16 @@ EOF
   >"$work/nginx.log" 2>&1 &
 pids+=($!)
 redis_port="$(start_redis)"
+# Three gateways: shared state in memory (the baseline), in Redis with leased in-flight slots
+# (the default) and in Redis admitting request by request (inflight_slots_ahead: 0).
+lat_backends=(memory redis redis-each)
 declare -A url
-for backend in memory redis; do
-  state="shared_state: { backend: memory }"
-  [ "$backend" = redis ] && state="shared_state: { backend: redis, address: 127.0.0.1:$redis_port, sync_interval_ms: 100, liveness_ttl_ms: 1000 }"
+for backend in "${lat_backends[@]}"; do
+  case "$backend" in
+    memory) state="shared_state: { backend: memory }" ;;
+    redis) state="shared_state: { backend: redis, address: 127.0.0.1:$redis_port, sync_interval_ms: 100, liveness_ttl_ms: 1000 }" ;;
+    redis-each) state="shared_state: { backend: redis, address: 127.0.0.1:$redis_port, sync_interval_ms: 100, liveness_ttl_ms: 1000, inflight_slots_ahead: 0 }" ;;
+  esac
   cat >"$work/lat-$backend.yaml" <<YAML
 listen: 127.0.0.1:0
 admin_listen: 127.0.0.1:0
@@ -360,7 +368,7 @@ models:
       - 127.0.0.1:$backend_port
 YAML
   start "lat-$backend" "${pin_proxy[@]}" "$bin" gateway --config "$work/lat-$backend.yaml"
-  read -r _ c _ <"$work/lat-$backend.out"
+  read -r _ c _ < <(grep -m1 '^listening' "$work/lat-$backend.out")
   url[$backend]="http://$c"
 done
 cat >"$work/chat.lua" <<'EOF'
@@ -369,7 +377,7 @@ wrk.path = "/v1/chat/completions"
 wrk.headers["Content-Type"] = "application/json"
 wrk.body = '{"model":"llama2-7b","messages":[{"role":"user","content":"Say this is a test!"}]}'
 EOF
-for backend in memory redis; do
+for backend in "${lat_backends[@]}"; do
   for _ in $(seq 50); do
     code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 -H 'Content-Type: application/json' \
       -d '{"model":"llama2-7b","messages":[]}' "${url[$backend]}/v1/chat/completions" || true)"
@@ -392,11 +400,11 @@ results="$work/latency.tsv"
        "shared state), wrk -t1 -d$lat_duration$([ ${#pin_client[@]} -gt 0 ] && echo ' on CPU0 with nginx'), $lat_runs interleaved runs"
 } | tee -a "$log"
 for c in "${lat_conc[@]}"; do
-  for backend in memory redis; do
+  for backend in "${lat_backends[@]}"; do
     "${pin_client[@]}" wrk -t1 -c"$c" -d1s -s "$work/chat.lua" "${url[$backend]}/v1/chat/completions" >/dev/null
   done
   for r in $(seq "$lat_runs"); do
-    for backend in memory redis; do
+    for backend in "${lat_backends[@]}"; do
       timeout 60 "${pin_client[@]}" wrk -t1 -c"$c" -d"$lat_duration" --latency -s "$work/chat.lua" \
         "${url[$backend]}/v1/chat/completions" >"$work/wrk.out" 2>&1 || die "wrk failed: $(cat "$work/wrk.out")"
       rps="$(awk '/^Requests\/sec:/ {print $2}' "$work/wrk.out")"
@@ -404,19 +412,25 @@ for c in "${lat_conc[@]}"; do
       p99="$(to_us "$(awk '$1 == "99%" {print $2}' "$work/wrk.out")")"
       errors="$(awk '/Non-2xx or 3xx responses:/ {e += $NF} /Socket errors:/ {for (i = 3; i <= NF; i += 2) e += $(i + 1)} END {print e + 0}' "$work/wrk.out")"
       printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$c" "$backend" "$r" "$rps" "$p50" "$p99" "$errors" >>"$results"
-      printf '  c=%-3s run %s %-6s %8.0f req/s  p50 %7.0f us  p99 %7.0f us  errors %s\n' \
+      printf '  c=%-3s run %s %-10s %8.0f req/s  p50 %7.0f us  p99 %7.0f us  errors %s\n' \
         "$c" "$r" "$backend" "$rps" "$p50" "$p99" "$errors" | tee -a "$log"
     done
   done
 done
-# The Redis gateway must really have used Redis: its shared-state metrics count calls.
-read -r _ _ redis_admin <"$work/lat-redis.out"
-curl -s --max-time 5 "http://$redis_admin/metrics" >"$work/lat-redis.metrics" || true
-redis_calls="$(awk '/^switchyard_shared_state_calls_total/ {n += $NF} END {print n + 0}' \
-  "$work/lat-redis.metrics")"
-redis_degraded="$(awk '/^switchyard_shared_state_degraded_total/ {n += $NF} END {print n + 0}' \
-  "$work/lat-redis.metrics")"
-awk -F'\t' -v runs="$lat_runs" -v calls="$redis_calls" -v degraded="$redis_degraded" '
+# The Redis gateways must really have used Redis: their shared-state metrics count calls (the
+# request path's and the sync's) and requests.
+calls_line=""
+for backend in redis redis-each; do
+  read -r _ _ admin_addr < <(grep -m1 '^listening' "$work/lat-$backend.out")
+  curl -s --max-time 5 "http://$admin_addr/metrics" >"$work/lat-$backend.metrics" || true
+  calls_line+="$(awk -v b="$backend" '
+    /^switchyard_shared_state_calls_total\{role="request"/ {r += $NF}
+    /^switchyard_shared_state_calls_total/ {n += $NF}
+    /^switchyard_shared_state_degraded_total/ {d += $NF}
+    END {printf "%s: %d calls (%d on the request path), %d degraded; ", b, n, r, d}' \
+    "$work/lat-$backend.metrics")"
+done
+awk -F'\t' -v runs="$lat_runs" -v calls="$calls_line" '
   function median(k,    n, i, j, t, a) {
     n = cnt[k]; for (i = 1; i <= n; i++) a[i] = v[k, i]
     for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
@@ -426,19 +440,29 @@ awk -F'\t' -v runs="$lat_runs" -v calls="$redis_calls" -v degraded="$redis_degra
   { add($1 SUBSEP $2 SUBSEP "rps", $4); add($1 SUBSEP $2 SUBSEP "p50", $5)
     add($1 SUBSEP $2 SUBSEP "p99", $6); err[$1, $2] += $7; if (!seen[$1]++) order[++nc] = $1 }
   END {
+    name[1] = "memory"; name[2] = "redis"; name[3] = "redis-each"
     printf "\n| conns | state | RPS | p50 (us) | p99 (us) | errors |\n|---|---|---|---|---|---|\n"
     for (k = 1; k <= nc; k++) { c = order[k]
-      for (b = 1; b <= 2; b++) { s = (b == 1) ? "memory" : "redis"
+      for (b = 1; b <= 3; b++) { s = name[b]
         printf "| %s | %s | %.0f | %.0f | %.0f | %d |\n", c, s, median(c SUBSEP s SUBSEP "rps"),
           median(c SUBSEP s SUBSEP "p50"), median(c SUBSEP s SUBSEP "p99"), err[c, s] } }
-    printf "\nmedians of %d runs; added by Redis:\n", runs
+    printf "\nmedians of %d runs; added by Redis (redis: leased in-flight slots; redis-each: " \
+           "admission request by request):\n", runs
     for (k = 1; k <= nc; k++) { c = order[k]
-      m50 = median(c SUBSEP "memory" SUBSEP "p50"); r50 = median(c SUBSEP "redis" SUBSEP "p50")
-      m99 = median(c SUBSEP "memory" SUBSEP "p99"); r99 = median(c SUBSEP "redis" SUBSEP "p99")
-      mr = median(c SUBSEP "memory" SUBSEP "rps"); rr = median(c SUBSEP "redis" SUBSEP "rps")
-      printf "  c=%s: p50 %+.0f us (x%.2f), p99 %+.0f us (x%.2f), RPS x%.2f\n", c, r50 - m50,
-        (m50 > 0 ? r50 / m50 : 0), r99 - m99, (m99 > 0 ? r99 / m99 : 0), (mr > 0 ? rr / mr : 0) }
-    printf "shared-state calls counted by the Redis gateway: %d, degraded: %d\n", calls, degraded
+      m50 = median(c SUBSEP "memory" SUBSEP "p50"); m99 = median(c SUBSEP "memory" SUBSEP "p99")
+      mr = median(c SUBSEP "memory" SUBSEP "rps")
+      for (b = 2; b <= 3; b++) { s = name[b]
+        r50 = median(c SUBSEP s SUBSEP "p50"); r99 = median(c SUBSEP s SUBSEP "p99")
+        rr = median(c SUBSEP s SUBSEP "rps")
+        verdict = ""
+        # The goal at 32 connections: at least 0.8x the memory backend'"'"'s RPS, p99 at most +0.5 ms.
+        if (c == 32 && s == "redis")
+          verdict = (rr >= 0.8 * mr && r99 - m99 <= 500) ? "  PASS (>= x0.80 RPS, <= +500 us p99)" \
+                                                          : "  MISS (goal >= x0.80 RPS, <= +500 us p99)"
+        printf "  c=%s %-10s: p50 %+.0f us (x%.2f), p99 %+.0f us (x%.2f), RPS x%.2f%s\n", c, s,
+          r50 - m50, (m50 > 0 ? r50 / m50 : 0), r99 - m99, (m99 > 0 ? r99 / m99 : 0),
+          (mr > 0 ? rr / mr : 0), verdict } }
+    printf "%s\n", calls
   }' "$results" | tee -a "$log"
 cp "$results" "$out/redis-latency.tsv"
 echo "load average $(cut -d' ' -f1-3 /proc/loadavg) at the end" | tee -a "$log"

@@ -25,6 +25,9 @@ boost::asio::awaitable<ReplicaAdmission> AdmissionStage::onReplica(
   // Check-and-admit (admission/inflight_admission.h); other gateways' requests count too, as
   // last read from shared state, then exactly in the shared admission below.
   if (!admission::admitLocally(replica, limit)) co_return ReplicaAdmission::kAtLimit;
+  if (leasesSlots(model)) {
+    co_return co_await onLeasedReplica(model, replica, now, shared, refusal, key_budgets);
+  }
   if (!sharesLimits(model)) co_return ReplicaAdmission::kAdmitted;
 
   const double per_replica_rate = model.limits.requests_per_second_per_replica;
@@ -40,6 +43,7 @@ boost::asio::awaitable<ReplicaAdmission> AdmissionStage::onReplica(
     case state::AdmitVerdict::kAdmitted:
       if (key_budgets != nullptr) key_budgets->stage->onSharedAnswer(*key_budgets, admitted.quota);
       shared.hold(shared_, model.name, replica.name());
+      shared.note(observe::InflightAdmission::kShared);
       co_return ReplicaAdmission::kAdmitted;
     case state::AdmitVerdict::kQuotaLimited:
       admission::releaseLocally(replica);
@@ -58,10 +62,7 @@ boost::asio::awaitable<ReplicaAdmission> AdmissionStage::onReplica(
   // Local decisions: this gateway stays within its share of the replica's limit (the shares of
   // all live gateways add up to the limit); the rate limit falls back to this gateway's share
   // of the model-wide rate.
-  if (!admission::withinShare(replica, limit,
-                              model.runtime->live_gateways.load(std::memory_order_relaxed),
-                              model.runtime->gateway_rank.load(std::memory_order_relaxed))) {
-    admission::releaseLocally(replica);
+  if (withinOwnShare(model, replica) == ReplicaAdmission::kAtLimit) {
     co_return ReplicaAdmission::kAtLimit;
   }
   if (per_replica_rate > 0) {
@@ -80,7 +81,87 @@ boost::asio::awaitable<ReplicaAdmission> AdmissionStage::onReplica(
     }
   }
   shared.holdLocal(shared_, model.name, replica);
+  shared.note(observe::InflightAdmission::kLocalShare);
   co_return ReplicaAdmission::kAdmitted;
+}
+
+boost::asio::awaitable<ReplicaAdmission> AdmissionStage::onLeasedReplica(
+    const fleet::ModelEntry& model, fleet::ReplicaState& replica, TimeNs now,
+    SharedAdmission& shared, std::optional<Refusal>& refusal, RequestAuth* key_budgets) {
+  const int64_t limit = model.limits.max_inflight_per_replica;
+  const int live_gateways = model.runtime->live_gateways.load(std::memory_order_relaxed);
+  const int64_t lead = admission::InflightSlots::lead(limit, live_gateways, worker_count_,
+                                                      shared_config_.inflight_slots_ahead);
+  if (slots_.take(model.name, replica.name())) {
+    // Held at once: however the request ends from here, its slot goes back to the lease.
+    shared.holdSlot(shared_, slots_, model.name, replica.name(), lead);
+    shared.note(observe::InflightAdmission::kLeasedSlot);
+    if (key_budgets != nullptr) {
+      refusal = co_await keyBudgetsAlone(model, *key_budgets, now);
+      if (refusal) {
+        admission::releaseLocally(replica);
+        co_return ReplicaAdmission::kRateLimited;
+      }
+    }
+    co_return ReplicaAdmission::kAdmitted;
+  }
+  // No free slot: lease one for this request and `lead` more ahead, with the key's budgets, in
+  // one call.
+  state::SlotRequest request{model.name, replica.name(), limit, 1 + lead, liveness_ttl_};
+  if (key_budgets != nullptr) request.quota = &key_budgets->quota;
+  const state::SlotGrant grant = co_await shared_.growSlots(request);
+  notice_.note(grant.degraded);
+  if (grant.degraded) {
+    if (withinOwnShare(model, replica) == ReplicaAdmission::kAtLimit) {
+      co_return ReplicaAdmission::kAtLimit;
+    }
+    if (key_budgets != nullptr) {
+      refusal = key_budgets->stage->onSharedDegraded(*key_budgets, live_gateways, now);
+      if (refusal) {
+        admission::releaseLocally(replica);
+        co_return ReplicaAdmission::kRateLimited;
+      }
+    }
+    shared.note(observe::InflightAdmission::kLocalShare);
+    co_return ReplicaAdmission::kAdmitted;
+  }
+  if (grant.granted <= 0) {
+    admission::releaseLocally(replica);
+    if (key_budgets != nullptr && grant.quota.verdict != state::QuotaVerdict::kAdmitted) {
+      refusal = key_budgets->stage->onSharedAnswer(*key_budgets, grant.quota);
+      co_return ReplicaAdmission::kRateLimited;
+    }
+    co_return ReplicaAdmission::kAtLimit;
+  }
+  if (key_budgets != nullptr) key_budgets->stage->onSharedAnswer(*key_budgets, grant.quota);
+  // Slots shared state no longer has (it lost them) are leased again, so the others count them.
+  const int64_t missing = slots_.granted(model.name, replica.name(), grant.granted, grant.held);
+  if (missing > 0) shared_.changeSlots(model.name, replica.name(), missing);
+  shared.holdSlot(shared_, slots_, model.name, replica.name(), lead);
+  shared.note(observe::InflightAdmission::kNewLease);
+  co_return ReplicaAdmission::kAdmitted;
+}
+
+boost::asio::awaitable<std::optional<Refusal>> AdmissionStage::keyBudgetsAlone(
+    const fleet::ModelEntry& model, RequestAuth& key_budgets, TimeNs now) {
+  const state::QuotaResult result = co_await shared_.checkQuota(key_budgets.quota);
+  notice_.note(result.degraded);
+  if (result.degraded) {
+    co_return key_budgets.stage->onSharedDegraded(
+        key_budgets, model.runtime->live_gateways.load(std::memory_order_relaxed), now);
+  }
+  co_return key_budgets.stage->onSharedAnswer(key_budgets, result.answer);
+}
+
+ReplicaAdmission AdmissionStage::withinOwnShare(const fleet::ModelEntry& model,
+                                                fleet::ReplicaState& replica) {
+  if (!admission::withinShare(replica, model.limits.max_inflight_per_replica,
+                              model.runtime->live_gateways.load(std::memory_order_relaxed),
+                              model.runtime->gateway_rank.load(std::memory_order_relaxed))) {
+    admission::releaseLocally(replica);
+    return ReplicaAdmission::kAtLimit;
+  }
+  return ReplicaAdmission::kAdmitted;
 }
 
 Refusal AdmissionStage::rateLimited(TimeNs retry_after) {

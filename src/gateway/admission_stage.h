@@ -10,9 +10,11 @@
 #include <boost/asio/awaitable.hpp>
 #include <optional>
 
+#include "admission/inflight_slots.h"
 #include "fleet/fleet_snapshot.h"
 #include "gateway/auth_stage.h"
 #include "gateway/refusal.h"
+#include "gateway/shared_state_config.h"
 #include "gateway/shared_state_notice.h"
 #include "observe/observer.h"
 #include "state/shared_state.h"
@@ -21,7 +23,9 @@ namespace switchyard::gateway {
 
 // A request admitted in shared state is released there when its attempt ends, however it ends.
 // One admitted locally while shared state was away is released there only if shared state was
-// given this gateway's count for the replica since (it then counts the request).
+// given this gateway's count for the replica since (it then counts the request). One admitted
+// within a leased slot gives the slot back to its worker's lease, which returns what it no
+// longer needs to shared state.
 class SharedAdmission {
  public:
   SharedAdmission() = default;
@@ -29,6 +33,11 @@ class SharedAdmission {
   SharedAdmission& operator=(const SharedAdmission&) = delete;
   ~SharedAdmission() {
     if (client_ == nullptr) return;
+    if (slots_ != nullptr) {
+      const int64_t back = slots_->put(model_, replica_, slot_lead_);
+      if (back > 0) client_->changeSlots(model_, replica_, -back);
+      return;
+    }
     if (epoch_ != nullptr && epoch_->load(std::memory_order_relaxed) == admitted_epoch_) return;
     client_->release(model_, replica_);
   }
@@ -43,9 +52,21 @@ class SharedAdmission {
     epoch_ = &replica.counters().shared_count_epoch;
     admitted_epoch_ = epoch_->load(std::memory_order_relaxed);
   }
+  void holdSlot(state::SharedStateClient& client, admission::InflightSlots& slots,
+                std::string_view model, std::string_view replica, int64_t lead) {
+    hold(client, model, replica);
+    slots_ = &slots;
+    slot_lead_ = lead;
+  }
+  // How the shared in-flight limit admitted the request (its decision record).
+  observe::InflightAdmission how() const { return how_; }
+  void note(observe::InflightAdmission how) { how_ = how; }
 
  private:
   state::SharedStateClient* client_ = nullptr;
+  admission::InflightSlots* slots_ = nullptr;  // set when admitted within a leased slot
+  int64_t slot_lead_ = 0;
+  observe::InflightAdmission how_ = observe::InflightAdmission::kNone;
   std::string_view model_;
   std::string_view replica_;
   const std::atomic<int64_t>* epoch_ = nullptr;  // set when admitted locally
@@ -61,13 +82,26 @@ enum class ReplicaAdmission : uint8_t {
 class AdmissionStage {
  public:
   AdmissionStage(observe::WorkerObserver& observer, state::SharedStateClient& shared,
-                 SharedStateNotice& notice, TimeNs liveness_ttl)
-      : observer_(observer), shared_(shared), notice_(notice), liveness_ttl_(liveness_ttl) {}
+                 SharedStateNotice& notice, const SharedStateConfig& shared_config,
+                 int worker_count)
+      : observer_(observer),
+        shared_(shared),
+        notice_(notice),
+        liveness_ttl_(shared_config.liveness_ttl),
+        shared_config_(shared_config),
+        worker_count_(worker_count) {}
 
-  // Whether the model's limits are admitted in shared state (several gateways, a limit set).
+  // Whether the model's limits are admitted in shared state (several gateways, a limit set),
+  // request by request or within leased slots: a key's budgets then go with the admission.
   bool sharesLimits(const fleet::ModelEntry& model) const {
     return shared_.distributed() && (model.limits.max_inflight_per_replica > 0 ||
                                      model.limits.requests_per_second_per_replica > 0);
+  }
+  // Whether the model's in-flight limit is admitted within leased slots (inflight_slots.h).
+  bool leasesSlots(const fleet::ModelEntry& model) const {
+    return shared_.distributed() &&
+           leasesInflightSlots(shared_config_, model.limits.max_inflight_per_replica,
+                               model.limits.requests_per_second_per_replica);
   }
 
   // Before routing: the model-wide rate limit, when this gateway decides it alone (shared
@@ -84,6 +118,13 @@ class AdmissionStage {
                                                      std::optional<Refusal>& refusal,
                                                      RequestAuth* key_budgets = nullptr);
 
+  // Gives back the leased slots of replicas this worker stopped sending to (every second).
+  void sweepIdleSlots() {
+    slots_.sweep([this](std::string_view model, std::string_view replica, int64_t n) {
+      shared_.changeSlots(model, replica, -n);
+    });
+  }
+
   // Every replica of the model is at its in-flight limit (counted).
   Refusal saturated();
   // The request cannot finish within its deadline: `left` remains, it needs `needed` (counted).
@@ -98,11 +139,27 @@ class AdmissionStage {
 
  private:
   Refusal rateLimited(TimeNs retry_after);
+  // onReplica for a model whose in-flight limit is admitted within leased slots.
+  boost::asio::awaitable<ReplicaAdmission> onLeasedReplica(const fleet::ModelEntry& model,
+                                                           fleet::ReplicaState& replica,
+                                                           TimeNs now, SharedAdmission& shared,
+                                                           std::optional<Refusal>& refusal,
+                                                           RequestAuth* key_budgets);
+  // A key's budgets for a request admitted within a slot it already held: the budgets alone in
+  // shared state (or this gateway's share of them when it does not answer).
+  boost::asio::awaitable<std::optional<Refusal>> keyBudgetsAlone(const fleet::ModelEntry& model,
+                                                                 RequestAuth& key_budgets,
+                                                                 TimeNs now);
+  // Shared state did not answer: this gateway's share of the limit decides (counted locally).
+  ReplicaAdmission withinOwnShare(const fleet::ModelEntry& model, fleet::ReplicaState& replica);
 
   observe::WorkerObserver& observer_;
   state::SharedStateClient& shared_;
   SharedStateNotice& notice_;
   TimeNs liveness_ttl_;
+  SharedStateConfig shared_config_;  // as at start: slot leases are not switched by a reload
+  int worker_count_;
+  admission::InflightSlots slots_;
 };
 
 }  // namespace switchyard::gateway

@@ -30,15 +30,19 @@ void wakeWaiter(void* timer) { static_cast<asio::steady_timer*>(timer)->cancel()
 
 }  // namespace
 
-// What admission decided, on the request's decision record, when a deadline or the queue took
-// part (docs/admission.md).
+// What admission decided, on the request's decision record, when a deadline, the queue or a
+// shared in-flight limit took part (docs/admission.md).
 void Worker::Impl::noteAdmission(ClientConnection& conn, const ProxyPlan& plan, TimeNs waited,
                                  const std::optional<Refusal>& refusal) {
   const bool refused = refusal.has_value() && refusal->limit != observe::LimitKind::kCount;
-  if (plan.deadline_at < 0 && waited < 0 && !refused) return;
+  if (plan.deadline_at < 0 && waited < 0 && !refused &&
+      plan.inflight == observe::InflightAdmission::kNone) {
+    return;
+  }
   observer.onAdmission(conn.observed,
                        {waited, plan.deadline_at >= 0 ? plan.deadline_at - plan.arrived : -1,
-                        plan.predicted, refused ? refusal->limit : observe::LimitKind::kCount});
+                        plan.predicted, refused ? refusal->limit : observe::LimitKind::kCount,
+                        plan.inflight});
 }
 
 // The peer's address, looked up once per connection and only when a request queues without
@@ -352,6 +356,7 @@ asio::awaitable<AttemptOutcome> Worker::Impl::attempt(ClientConnection& conn, Re
     }
 
     // Admitted: a queued request gives up its place now, not when its answer ends.
+    plan.inflight = shared_admission.how();
     if (plan.seat != nullptr) plan.seat->release(now());
 
     // Forward. A failed attempt can be retried only if another replica is left and the budget

@@ -68,6 +68,12 @@ void parseSharedState(const YAML::Node& node, SharedStateConfig& config) {
       config.sync_interval = millis(v, full);
     } else if (key == "liveness_ttl_ms") {
       config.liveness_ttl = millis(v, full);
+    } else if (key == "inflight_slots_ahead") {
+      const double ahead = number(v, full, 0, 4096);
+      if (ahead != static_cast<double>(static_cast<int64_t>(ahead))) {
+        throw ConfigError(full + ": must be a whole number of slots");
+      }
+      config.inflight_slots_ahead = static_cast<int64_t>(ahead);
     } else if (key == "gateway_id") {
       config.gateway_id = scalar<std::string>(v, full);
       if (config.gateway_id.empty()) throw ConfigError(full + ": empty");

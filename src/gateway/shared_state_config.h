@@ -21,7 +21,21 @@ struct SharedStateConfig {
   // pod name) lets a restarted gateway clear the counts its previous run left at its first sync
   // instead of leaving them counted for a liveness period.
   std::string gateway_id;
+  // In-flight slot leases (admission/inflight_slots.h): slots of a replica's in-flight limit each
+  // worker leases ahead of its requests, admitting within them without a call to shared state.
+  // 0: every request is admitted in shared state. Models with a shared rate limit
+  // (requests_per_second_per_replica) admit request by request whatever this says.
+  int64_t inflight_slots_ahead = 16;
 };
+
+// Whether the model's in-flight limit is admitted through leased slots (no call per request)
+// rather than request by request in shared state: the same answer on the request path and in the
+// sync, which then publishes this gateway's in-flight counts as it does for unlimited models.
+inline bool leasesInflightSlots(const SharedStateConfig& config, int64_t max_inflight,
+                                double requests_per_second) {
+  return config.settings.backend == state::SharedStateSettings::Backend::kRedis &&
+         config.inflight_slots_ahead > 0 && max_inflight > 0 && requests_per_second <= 0;
+}
 
 struct SessionAffinityConfig {
   bool enabled = true;

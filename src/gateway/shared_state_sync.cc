@@ -112,10 +112,14 @@ std::vector<state::ReplicaReport> GatewayStateSync::buildReports(
   pending_.clear();
   rewritten_.clear();
   for (const fleet::ModelEntry& model : snapshot.models) {
-    // Models whose limits are admitted in shared state count requests on the request path
-    // (admit/release); publishing the local count on top would double it.
-    const bool counted_on_path = model.limits.max_inflight_per_replica > 0 ||
-                                 model.limits.requests_per_second_per_replica > 0;
+    // Models whose limits are admitted in shared state request by request count requests on
+    // the request path (admit/release); publishing the local count on top would double it.
+    // With leased slots the leases hold the limit and the count is published like any other.
+    const bool counted_on_path =
+        (model.limits.max_inflight_per_replica > 0 ||
+         model.limits.requests_per_second_per_replica > 0) &&
+        !leasesInflightSlots(config_, model.limits.max_inflight_per_replica,
+                             model.limits.requests_per_second_per_replica);
     for (const fleet::ReplicaEntry& entry : model.replicas) {
       const fleet::ReplicaCounters& c = entry.state->counters();
       Published now_values;

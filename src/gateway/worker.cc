@@ -55,7 +55,8 @@ Worker::Impl::Impl(int index_in, const GatewayConfig& config_in,
       observer(observer_in),
       shared(shared_state.makeClient(io.get_executor())),
       shared_notice(index_in),
-      admission(observer_in, *shared, shared_notice, config.shared_state.liveness_ttl),
+      admission(observer_in, *shared, shared_notice, config.shared_state,
+                directory.worker_count),
       sessions(config.session_affinity, *shared, shared_notice),
       queue(index_in, directory),
       security(security_in),
@@ -86,6 +87,7 @@ asio::awaitable<void> Worker::Impl::sweepLoop() {
     auto [ec] = co_await sweep_timer.async_wait(kTuple);
     if (ec) co_return;
     pool.sweep(now());
+    admission.sweepIdleSlots();
   }
 }
 

@@ -143,6 +143,8 @@ struct ProxyPlan {
   TimeNs arrived = 0;
   TimeNs deadline_at = -1;           // absolute; -1: none
   TimeNs predicted = -1;             // the last attempt's predicted execution; -1 unknown
+  // How the shared in-flight limit admitted the last attempt.
+  observe::InflightAdmission inflight = observe::InflightAdmission::kNone;
   bool held = false;                 // SLO routing held it at least once
   bool prefix = false;               // prefix-cache routing: conn.prompt_blocks is its chain
   TimeNs slo_breach_at = -1;         // held by SLO routing: when its SLO can no longer be met

@@ -35,6 +35,17 @@ void appendScore(std::string& out, double score) {
 
 }  // namespace
 
+std::string_view inflightAdmissionName(InflightAdmission how) {
+  switch (how) {
+    case InflightAdmission::kNone: return "none";
+    case InflightAdmission::kLeasedSlot: return "leased_slot";
+    case InflightAdmission::kNewLease: return "new_lease";
+    case InflightAdmission::kShared: return "shared";
+    case InflightAdmission::kLocalShare: return "local_share";
+  }
+  return "none";
+}
+
 void fillDecisionRecord(DecisionRecord& record, const routing::Decision& decision,
                         std::span<const uint32_t> replica_slots, uint32_t model_slot,
                         std::string_view request_id, int64_t unix_ns, int64_t latency_ns,
@@ -148,10 +159,15 @@ std::string renderDecisionsJson(std::vector<DecisionRecord> records,
       fmt::format_to(std::back_inserter(out), R"("client_cancelled":"{}",)",
                      cancelStageName(static_cast<CancelStage>(r.client_cancelled)));
     }
-    if (r.queued_ms >= 0 || r.deadline_ms >= 0 || r.predicted_ms >= 0 || r.refused != 0xFF) {
+    if (r.queued_ms >= 0 || r.deadline_ms >= 0 || r.predicted_ms >= 0 || r.refused != 0xFF ||
+        r.inflight != 0) {
       fmt::format_to(std::back_inserter(out),
                      R"("admission":{{"queued_ms":{},"deadline_ms":{},"predicted_ms":{},)",
                      r.queued_ms, r.deadline_ms, r.predicted_ms);
+      if (r.inflight != 0) {
+        fmt::format_to(std::back_inserter(out), R"("inflight":"{}",)",
+                       inflightAdmissionName(static_cast<InflightAdmission>(r.inflight)));
+      }
       if (r.refused != 0xFF) {
         fmt::format_to(std::back_inserter(out), R"("refused":"{}"}},)",
                        limitName(static_cast<LimitKind>(r.refused)));

@@ -23,6 +23,16 @@ namespace switchyard::observe {
 
 class MetricsRegistry;
 
+// How a replica's in-flight limit shared with other gateways admitted a request.
+enum class InflightAdmission : uint8_t {
+  kNone,        // no shared in-flight limit, or not recorded
+  kLeasedSlot,  // within a slot its worker had leased: no call to shared state
+  kNewLease,    // its worker leased slots for it, in one call
+  kShared,      // request by request in shared state, in one call
+  kLocalShare,  // shared state did not answer: within this gateway's share of the limit
+};
+std::string_view inflightAdmissionName(InflightAdmission how);
+
 struct DecisionRecord {
   static constexpr size_t kMaxRows = 16;  // the candidate table keeps the best-scored 16 rows
   struct Row {
@@ -65,6 +75,7 @@ struct DecisionRecord {
   int32_t deadline_ms = -1;   // deadline left when the request arrived
   int32_t predicted_ms = -1;  // its predicted execution on the chosen replica
   uint8_t refused = 0xFF;     // LimitKind that refused it after this decision; 0xFF: none
+  uint8_t inflight = 0;       // InflightAdmission: how the shared in-flight limit admitted it
   char request_id[40] = {};
   char strategy[64] = {};
   char key_name[65] = {};  // the request's API key by name ("" none); never the key

@@ -205,6 +205,7 @@ void WorkerObserver::onAdmission(RequestRecord& r, const AdmissionNote& note) {
   record->predicted_ms = ms(note.predicted);
   record->refused =
       note.refused == LimitKind::kCount ? 0xFF : static_cast<uint8_t>(note.refused);
+  record->inflight = static_cast<uint8_t>(note.inflight);
 }
 
 void WorkerObserver::onClientCancelled(RequestRecord& r, CancelStage stage) {

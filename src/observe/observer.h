@@ -83,6 +83,7 @@ struct AdmissionNote {
   TimeNs deadline = -1;   // deadline left at arrival; -1: none
   TimeNs predicted = -1;  // predicted execution on the chosen replica; -1: unknown
   LimitKind refused = LimitKind::kCount;  // kCount: not refused
+  InflightAdmission inflight = InflightAdmission::kNone;
 };
 
 class WorkerObserver {

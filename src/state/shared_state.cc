@@ -26,6 +26,12 @@ boost::asio::awaitable<QuotaResult> SharedStateClient::checkQuota(const QuotaReq
 
 void SharedStateClient::settleQuota(std::string_view, int64_t, int64_t) {}
 
+boost::asio::awaitable<SlotGrant> SharedStateClient::growSlots(const SlotRequest&) {
+  co_return SlotGrant{};
+}
+
+void SharedStateClient::changeSlots(std::string_view, std::string_view, int64_t) {}
+
 std::shared_ptr<SharedStateBackend> makeBackend(const SharedStateSettings& settings,
                                                 std::string gateway_id) {
   if (gateway_id.empty()) gateway_id = randomGatewayId();

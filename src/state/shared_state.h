@@ -113,6 +113,25 @@ struct AdmitResult {
   QuotaAnswer quota;        // with AdmitRequest::quota: the key's budgets after the call
 };
 
+// In-flight slots of one replica leased to the calling worker (see SharedStateClient::growSlots).
+struct SlotRequest {
+  std::string_view model;
+  std::string_view replica;
+  int64_t max_inflight = 0;  // per replica, across live gateways (> 0)
+  int64_t wanted = 1;        // slots asked for; fewer may be granted
+  TimeNs liveness_ttl = 0;   // as AdmitRequest::liveness_ttl
+  // An API key's budgets checked in the same call: slots are leased only if they allow the
+  // request too, and then debited.
+  const QuotaRequest* quota = nullptr;
+};
+
+struct SlotGrant {
+  bool degraded = true;  // no answer in time: decide locally; nothing was leased
+  int64_t granted = 0;   // slots added to this worker's lease (0: at the limit, or the quota)
+  int64_t held = 0;      // this worker's leased slots in shared state after the call
+  QuotaAnswer quota;     // with SlotRequest::quota, when the limit left room: the key's budgets
+};
+
 // Where a session is pinned. `replica` empty: not pinned.
 struct SessionPin {
   bool degraded = false;
@@ -137,6 +156,15 @@ class SharedStateClient {
   virtual boost::asio::awaitable<AdmitResult> admit(const AdmitRequest& request) = 0;
   // Undoes one kAdmitted admission. Fire and forget: never waits.
   virtual void release(std::string_view model, std::string_view replica) = 0;
+
+  // Slot leases (admission/inflight_slots.h): leases up to `wanted` more of the replica's
+  // in-flight slots to this client's worker, as many as fit under the limit across the live
+  // gateways (the others' leases and request-by-request counts included). The default answers
+  // `degraded`: a backend that is not shared has nothing to lease.
+  virtual boost::asio::awaitable<SlotGrant> growSlots(const SlotRequest& request);
+  // Adds `delta` slots to this worker's lease of the replica (negative: gives them back).
+  // Fire and forget.
+  virtual void changeSlots(std::string_view model, std::string_view replica, int64_t delta);
 
   // The session's pin, refreshing its sliding TTL.
   virtual boost::asio::awaitable<SessionPin> lookupSession(std::string_view model,

@@ -14,13 +14,7 @@ namespace {
 
 constexpr TimeNs kLongTtl = 60 * kNsPerSec;
 
-// One gateway of the fleet under test: its backend, a request-path client and a sync, all on
-// the test's io_context.
-struct Gateway {
-  std::shared_ptr<SharedStateBackend> backend;
-  std::unique_ptr<SharedStateClient> client;
-  std::unique_ptr<SharedStateSync> sync;
-};
+using Gateway = TestGateway;
 
 ReplicaReport report(std::string model, std::string replica, int64_t running = 0,
                      bool publish_running = false) {
@@ -36,11 +30,7 @@ template <typename Harness>
 class SharedStateContractTest : public ::testing::Test {
  protected:
   Gateway& gateway(const std::string& id) {
-    auto& g = gateways_.emplace_back(std::make_unique<Gateway>());
-    g->backend = harness_.gateway(id);
-    g->client = g->backend->makeClient(io_.get_executor());
-    g->sync = g->backend->makeSync(io_.get_executor());
-    return *g;
+    return *gateways_.emplace_back(makeTestGateway(harness_.gateway(id), io_));
   }
   template <typename T>
   T run(asio::awaitable<T> awaitable) {

@@ -48,6 +48,23 @@ inline asio::awaitable<AdmitResult> admitOwned(SharedStateClient& client, AdmitR
   co_return co_await client.admit(request);
 }
 
+// One gateway of the fleet under test: its backend, a request-path client and a sync, all on
+// the test's io_context.
+struct TestGateway {
+  std::shared_ptr<SharedStateBackend> backend;
+  std::unique_ptr<SharedStateClient> client;
+  std::unique_ptr<SharedStateSync> sync;
+};
+
+inline std::unique_ptr<TestGateway> makeTestGateway(std::shared_ptr<SharedStateBackend> backend,
+                                                    asio::io_context& io) {
+  auto g = std::make_unique<TestGateway>();
+  g->backend = std::move(backend);
+  g->client = g->backend->makeClient(io.get_executor());
+  g->sync = g->backend->makeSync(io.get_executor());
+  return g;
+}
+
 class MemoryHarness {
  public:
   static constexpr const char* kName = "Memory";

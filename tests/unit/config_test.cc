@@ -225,6 +225,10 @@ models:
   EXPECT_EQ(config.shared_state.settings.key_prefix, "gw");
   EXPECT_EQ(config.shared_state.sync_interval, 100 * kNsPerMs);
   EXPECT_EQ(config.shared_state.liveness_ttl, 500 * kNsPerMs);
+  EXPECT_EQ(config.shared_state.inflight_slots_ahead, 16);  // default
+  EXPECT_EQ(parseConfig("shared_state: { inflight_slots_ahead: 0 }\nmodels: []\n")
+                .shared_state.inflight_slots_ahead,
+            0);
   EXPECT_EQ(config.session_affinity.header, "x-conversation");  // header names are matched lower
   EXPECT_EQ(config.session_affinity.ttl, 60 * kNsPerSec);
   EXPECT_EQ(config.async_jobs.ttl, 30 * kNsPerSec);
@@ -243,6 +247,11 @@ TEST(SharedStateConfigTest, RejectsWhatCannotWork) {
                ConfigError);
   EXPECT_THROW(parseConfig("shared_state: { key_prefix: 'a{b}' }\n"), ConfigError);
   EXPECT_THROW(parseConfig("shared_state: { colour: red }\n"), ConfigError);
+  for (const char* ahead : {"-1", "2.5", "5000", "many"}) {
+    EXPECT_THROW(parseConfig(std::string("shared_state: { inflight_slots_ahead: ") + ahead + " }\n"),
+                 ConfigError)
+        << ahead;
+  }
   EXPECT_THROW(parseConfig("session_affinity: { header: '' }\n"), ConfigError);
   EXPECT_THROW(parseConfig("async_jobs: { ttl_s: 0 }\n"), ConfigError);
 }

@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <random>
 #include <utility>
 
 #include "state/redis/redis_connection.h"
@@ -63,12 +65,46 @@ void undoLateAdmission(RedisConnection& connection, const RedisCommand& admit,
   connection.send(RedisCommand{
       ScriptId::kRelease, 3, {admit.args[2], admit.args[3], admit.args[4], admit.args[keys],
                               admit.args[keys + 6]}});
-  if (keys == 7) refundQuota(connection, admit, 5, 6, keys + 7);
+  if (keys == 8) refundQuota(connection, admit, 6, 7, keys + 7);
+}
+
+// Slots leased after the caller was told "degraded" are given back (and a key's budgets
+// refunded). The grow command's args: live, run, slots [, quota req, quota tok] keys, gateway,
+// field, ... [, rpm, tpm, tokens].
+void undoLateGrowth(RedisConnection& connection, const RedisCommand& grow,
+                    const RedisValue& reply) {
+  const int64_t granted = reply.integerAt(0, 0);
+  if (granted <= 0) return;
+  const auto keys = static_cast<size_t>(grow.script_keys);
+  connection.send(RedisCommand{ScriptId::kChangeSlots, 1,
+                               {grow.args[2], grow.args[keys + 1], std::to_string(-granted)}});
+  if (keys == 5) refundQuota(connection, grow, 3, 4, keys + 6);
 }
 
 void undoLateQuota(RedisConnection& connection, const RedisCommand& quota,
                    const RedisValue& reply) {
   if (reply.integerAt(0, -1) == 0) refundQuota(connection, quota, 0, 1, 2);
+}
+
+// A key's budgets in a script that checks them with something else: their two bucket keys go
+// after the script's own keys, their limits and the request's tokens after its own arguments.
+void appendQuotaKeys(std::vector<std::string>& args, const RedisKeys& keys,
+                     const QuotaRequest* quota) {
+  if (quota == nullptr) return;
+  args.push_back(keys.quota(quota->key, "req"));
+  args.push_back(keys.quota(quota->key, "tok"));
+}
+void appendQuotaArgs(std::vector<std::string>& args, const QuotaRequest* quota) {
+  if (quota == nullptr) return;
+  args.push_back(std::to_string(quota->rpm));
+  args.push_back(std::to_string(quota->tpm));
+  args.push_back(std::to_string(std::max<int64_t>(0, quota->tokens)));
+}
+
+// The heartbeat renewal arguments of admit and growSlots: TTL and the live key's expiry (ms).
+void appendLiveness(std::vector<std::string>& args, TimeNs liveness_ttl) {
+  args.push_back(std::to_string(liveness_ttl > 0 ? toMs(liveness_ttl) : 0));
+  args.push_back(std::to_string(liveKeyExpiryMs(liveness_ttl)));
 }
 
 QuotaAnswer quotaAnswerAt(const RedisValue& reply, size_t first) {
@@ -119,8 +155,12 @@ void readView(const RedisValue& reply, size_t base, ReplicaGlobalView& view) {
 // client while a call is in flight. The coroutines hold the connection themselves.
 class RedisClient final : public SharedStateClient {
  public:
-  RedisClient(std::shared_ptr<RedisConnection> connection, RedisKeys keys, std::string gateway)
-      : connection_(std::move(connection)), keys_(std::move(keys)), gateway_(std::move(gateway)) {}
+  RedisClient(std::shared_ptr<RedisConnection> connection, RedisKeys keys, std::string gateway,
+              std::string slot_field)
+      : connection_(std::move(connection)),
+        keys_(std::move(keys)),
+        gateway_(std::move(gateway)),
+        slot_field_(std::move(slot_field)) {}
   ~RedisClient() override { connection_->shutdown(); }
 
   bool distributed() const override { return true; }
@@ -135,25 +175,18 @@ class RedisClient final : public SharedStateClient {
     }
     std::vector<std::string> args{keys_.rate(request.model), keys_.live(request.model),
                                   keys_.run(request.model, request.replica),
-                                  keys_.version(request.model), keys_.changes(request.model)};
+                                  keys_.version(request.model), keys_.changes(request.model),
+                                  keys_.slots(request.model, request.replica)};
     const QuotaRequest* quota = request.quota;
-    if (quota != nullptr) {
-      args.push_back(keys_.quota(quota->key, "req"));
-      args.push_back(keys_.quota(quota->key, "tok"));
-    }
+    appendQuotaKeys(args, keys_, quota);
     const int key_count = static_cast<int>(args.size());
     args.push_back(gateway_);
     args.push_back(std::to_string(std::max<int64_t>(0, request.max_inflight)));
     args.push_back(std::to_string(interval_us));
     args.push_back(std::to_string(tolerance_us));
-    args.push_back(std::to_string(request.liveness_ttl > 0 ? toMs(request.liveness_ttl) : 0));
-    args.push_back(std::to_string(liveKeyExpiryMs(request.liveness_ttl)));
+    appendLiveness(args, request.liveness_ttl);
     args.push_back(std::string(request.replica));
-    if (quota != nullptr) {
-      args.push_back(std::to_string(quota->rpm));
-      args.push_back(std::to_string(quota->tpm));
-      args.push_back(std::to_string(std::max<int64_t>(0, quota->tokens)));
-    }
+    appendQuotaArgs(args, quota);
     auto commands = single(scriptCommand(ScriptId::kAdmit, key_count, std::move(args)));
     commands[0].on_late_reply = &undoLateAdmission;
     auto connection = connection_;
@@ -175,6 +208,45 @@ class RedisClient final : public SharedStateClient {
       result.quota.retry_after = result.retry_after;
     }
     co_return result;
+  }
+
+  asio::awaitable<SlotGrant> growSlots(const SlotRequest& request) override {
+    std::vector<std::string> args{keys_.live(request.model),
+                                  keys_.run(request.model, request.replica),
+                                  keys_.slots(request.model, request.replica)};
+    const QuotaRequest* quota = request.quota;
+    appendQuotaKeys(args, keys_, quota);
+    const int key_count = static_cast<int>(args.size());
+    args.push_back(gateway_);
+    args.push_back(slot_field_);
+    args.push_back(std::to_string(std::max<int64_t>(0, request.max_inflight)));
+    args.push_back(std::to_string(std::max<int64_t>(1, request.wanted)));
+    appendLiveness(args, request.liveness_ttl);
+    appendQuotaArgs(args, quota);
+    auto commands = single(scriptCommand(ScriptId::kGrowSlots, key_count, std::move(args)));
+    commands[0].on_late_reply = &undoLateGrowth;
+    auto connection = connection_;
+    auto replies = co_await connection->call(std::move(commands));
+    SlotGrant grant;  // degraded
+    if (!replies || !(*replies)[0].isArray() || (*replies)[0].elements.size() < 3) {
+      co_return grant;
+    }
+    const RedisValue& reply = (*replies)[0];
+    grant.degraded = false;
+    grant.granted = std::max<int64_t>(0, reply.integerAt(0));
+    grant.held = reply.integerAt(2);
+    if (quota != nullptr && reply.elements.size() >= 9) {
+      grant.quota = quotaAnswerAt(reply, 3);
+      grant.quota.retry_after = reply.integerAt(8) * 1000;  // µs → ns
+    }
+    co_return grant;
+  }
+
+  void changeSlots(std::string_view model, std::string_view replica, int64_t delta) override {
+    if (delta == 0) return;
+    connection_->send(scriptCommand(ScriptId::kChangeSlots, 1,
+                                    {keys_.slots(model, replica), slot_field_,
+                                     std::to_string(delta)}));
   }
 
   asio::awaitable<QuotaResult> checkQuota(const QuotaRequest& request) override {
@@ -272,12 +344,17 @@ class RedisClient final : public SharedStateClient {
   std::shared_ptr<RedisConnection> connection_;
   RedisKeys keys_;
   std::string gateway_;
+  std::string slot_field_;  // this worker's field in slots:REPLICA
 };
 
 class RedisSync final : public SharedStateSync {
  public:
-  RedisSync(std::shared_ptr<RedisConnection> connection, RedisKeys keys, std::string gateway)
-      : connection_(std::move(connection)), keys_(std::move(keys)), gateway_(std::move(gateway)) {}
+  RedisSync(std::shared_ptr<RedisConnection> connection, RedisKeys keys, std::string gateway,
+            std::string slot_prefix)
+      : connection_(std::move(connection)),
+        keys_(std::move(keys)),
+        gateway_(std::move(gateway)),
+        slot_prefix_(std::move(slot_prefix)) {}
   ~RedisSync() override { connection_->shutdown(); }
 
   bool distributed() const override { return true; }
@@ -295,10 +372,17 @@ class RedisSync final : public SharedStateSync {
         args.push_back(keys_.run(group.model, reports[i].replica));
         if (!reports[i].refresh_only) changed.push_back(reports[i].replica);
       }
+      const size_t first_slots = args.size() + 1;  // Lua's index of the first slots key
+      for (size_t i : group.indices) {
+        if (reports[i].heartbeat_only) continue;
+        args.push_back(keys_.slots(group.model, reports[i].replica));
+      }
       const int key_count = static_cast<int>(args.size());
       args.push_back(gateway_);
       args.push_back(std::to_string(ttl_ms));
       args.push_back(std::to_string(ttl_ms * kReapAfterTtls));
+      args.push_back(slot_prefix_);
+      args.push_back(std::to_string(first_slots));
       commands.push_back(scriptCommand(ScriptId::kHeartbeat, key_count, std::move(args)));
       if (changed.size() > 2) {
         commands.push_back(scriptCommand(ScriptId::kMarkChanged, 2, std::move(changed)));
@@ -410,10 +494,17 @@ class RedisSync final : public SharedStateSync {
     std::vector<RedisCommand> commands;
     for (const ModelGroup& group : groupByModel(replicas)) {
       commands.push_back(plainCommand({"HDEL", keys_.live(group.model), gateway_}));
+      std::vector<std::string> slot_keys;
       for (size_t i : group.indices) {
         if (replicas[i].heartbeat_only) continue;
         commands.push_back(
             plainCommand({"HDEL", keys_.run(group.model, replicas[i].replica), gateway_}));
+        slot_keys.push_back(keys_.slots(group.model, replicas[i].replica));
+      }
+      if (!slot_keys.empty()) {
+        const int key_count = static_cast<int>(slot_keys.size());
+        slot_keys.push_back(slot_prefix_);
+        commands.push_back(scriptCommand(ScriptId::kDropSlots, key_count, std::move(slot_keys)));
       }
     }
     if (commands.empty()) co_return true;
@@ -520,28 +611,36 @@ class RedisSync final : public SharedStateSync {
   std::shared_ptr<RedisConnection> connection_;
   RedisKeys keys_;
   std::string gateway_;
+  std::string slot_prefix_;  // this run's slot fields: "GATEWAY#INCARNATION#"
 };
 
 class RedisBackend final : public SharedStateBackend {
  public:
   RedisBackend(SharedStateSettings settings, std::string gateway)
-      : settings_(std::move(settings)), gateway_(std::move(gateway)) {}
+      : settings_(std::move(settings)),
+        gateway_(std::move(gateway)),
+        slot_prefix_(fmt::format("{}#{:08x}#", gateway_, std::random_device{}())) {}
 
+  // Each client (one per worker) leases slots under its own field, "GATEWAY#INCARNATION#N":
+  // the incarnation, new at every start, tells a stable gateway id's earlier run apart.
   std::unique_ptr<SharedStateClient> makeClient(asio::any_io_executor executor) override {
     return std::make_unique<RedisClient>(
         RedisConnection::create(std::move(executor), settings_, settings_.call_timeout),
-        RedisKeys(settings_.key_prefix), gateway_);
+        RedisKeys(settings_.key_prefix), gateway_,
+        slot_prefix_ + std::to_string(clients_made_.fetch_add(1)));
   }
   std::unique_ptr<SharedStateSync> makeSync(asio::any_io_executor executor) override {
     return std::make_unique<RedisSync>(
         RedisConnection::create(std::move(executor), settings_, settings_.sync_timeout),
-        RedisKeys(settings_.key_prefix), gateway_);
+        RedisKeys(settings_.key_prefix), gateway_, slot_prefix_);
   }
   const std::string& gatewayId() const override { return gateway_; }
 
  private:
   SharedStateSettings settings_;
   std::string gateway_;
+  std::string slot_prefix_;
+  std::atomic<int> clients_made_{0};
 };
 
 }  // namespace

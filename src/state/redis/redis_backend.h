@@ -6,6 +6,8 @@
 //
 //   PREFIX:{MODEL}:live             hash  gateway → heartbeat deadline (ms, Redis TIME)
 //   PREFIX:{MODEL}:run:REPLICA      hash  gateway → in-flight requests on the replica
+//   PREFIX:{MODEL}:slots:REPLICA    hash  "GATEWAY#INCARNATION#WORKER" → in-flight slots that
+//                                         worker leases (admits within them without a call)
 //   PREFIX:{MODEL}:tok:REPLICA      hash  gateway → "output prefill_tokens prefill_ns
 //                                         tokenless_n tokenless_ns" (cumulative); the key
 //                                         expires 1 h after the last publish

@@ -17,6 +17,10 @@ class RedisKeys {
   std::string tokens(std::string_view model, std::string_view replica) const {
     return modelKey(model, "tok:", replica);
   }
+  // In-flight slots leased by gateways' workers (field "GATEWAY#INCARNATION#WORKER").
+  std::string slots(std::string_view model, std::string_view replica) const {
+    return modelKey(model, "slots:", replica);
+  }
   // The model's change version and its replicas' last change versions (readers of changes).
   std::string version(std::string_view model) const { return modelKey(model, "ver", {}); }
   std::string changes(std::string_view model) const { return modelKey(model, "chg", {}); }

@@ -61,15 +61,47 @@ namespace {
   "  end\n"                                                                              \
   "end\n"
 
-constexpr std::string_view kAdmitSource = SY_NOW_AND_LIVE("KEYS[2]") SY_QUOTA_FUNCTIONS R"lua(
+// A replica's in-flight count across live gateways (after SY_NOW_AND_LIVE): per gateway, the
+// larger of its count in run:REPLICA and the slots its workers lease in slots:REPLICA (fields
+// "GATEWAY#INCARNATION#WORKER"), so a gateway admitting within leased slots counts for all of
+// them, one admitting request by request for its requests.
+#define SY_INFLIGHT_FUNCTION                                                         \
+  "local function sy_inflight(run_key, slots_key)\n"                                 \
+  "  local per = {}\n"                                                               \
+  "  local runs = redis.call('HGETALL', run_key)\n"                                  \
+  "  for i = 1, #runs, 2 do\n"                                                       \
+  "    if live[runs[i]] then per[runs[i]] = tonumber(runs[i + 1]) end\n"            \
+  "  end\n"                                                                          \
+  "  local held = {}\n"                                                              \
+  "  local slots = redis.call('HGETALL', slots_key)\n"                               \
+  "  for i = 1, #slots, 2 do\n"                                                      \
+  "    local g = string.match(slots[i], '^(.*)#[^#]*#[^#]*$')\n"                     \
+  "    if g and live[g] then held[g] = (held[g] or 0) + tonumber(slots[i + 1]) end\n" \
+  "  end\n"                                                                          \
+  "  local sum = 0\n"                                                                \
+  "  for g, n in pairs(per) do sum = sum + math.max(n, held[g] or 0) end\n"          \
+  "  for g, n in pairs(held) do if per[g] == nil then sum = sum + n end end\n"       \
+  "  return sum\n"                                                                   \
+  "end\n"
+
+// Admitting (or leasing slots) makes this gateway live at once, so the others count its
+// requests from the first one on. Renewed once half the TTL has passed, to spare a write.
+#define SY_RENEW_FUNCTION                                                              \
+  "local function sy_renew(live_key, ttl, expiry)\n"                                   \
+  "  if ttl <= 0 then return end\n"                                                   \
+  "  local deadline = now_ms + ttl\n"                                                 \
+  "  if tonumber(redis.call('HGET', live_key, gw) or '0') < deadline - ttl / 2 then\n" \
+  "    redis.call('HSET', live_key, gw, string.format('%.0f', deadline))\n"            \
+  "    redis.call('PEXPIRE', live_key, expiry)\n"                                     \
+  "  end\n"                                                                           \
+  "end\n"
+
+constexpr std::string_view kAdmitSource = SY_NOW_AND_LIVE("KEYS[2]") SY_QUOTA_FUNCTIONS
+    SY_INFLIGHT_FUNCTION SY_RENEW_FUNCTION R"lua(
 local limit = tonumber(ARGV[2])
 local interval = tonumber(ARGV[3])
 local tolerance = tonumber(ARGV[4])
-local sum = 0
-local runs = redis.call('HGETALL', KEYS[3])
-for i = 1, #runs, 2 do
-  if live[runs[i]] then sum = sum + tonumber(runs[i + 1]) end
-end
+local sum = sy_inflight(KEYS[3], KEYS[6])
 local new_tat = nil
 if interval > 0 then
   local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
@@ -79,25 +111,16 @@ if interval > 0 then
 end
 if limit > 0 and sum >= limit then return {1, sum, 0} end
 local quota, req_tat, tok_tat = nil, nil, nil
-if #KEYS >= 7 then
-  quota, req_tat, tok_tat = sy_quota(KEYS[6], KEYS[7], tonumber(ARGV[8]), tonumber(ARGV[9]),
+if #KEYS >= 8 then
+  quota, req_tat, tok_tat = sy_quota(KEYS[7], KEYS[8], tonumber(ARGV[8]), tonumber(ARGV[9]),
                                      tonumber(ARGV[10]), now_us)
   if quota[1] ~= 0 then
     return {3, sum, quota[4], quota[1], quota[2], quota[3], quota[5], quota[6]}
   end
-  sy_commit(KEYS[6], req_tat, now_us)
-  sy_commit(KEYS[7], tok_tat, now_us)
+  sy_commit(KEYS[7], req_tat, now_us)
+  sy_commit(KEYS[8], tok_tat, now_us)
 end
-local ttl = tonumber(ARGV[5])
-if ttl > 0 then
-  -- Admitting makes this gateway live at once, so the others count its requests from the first
-  -- one on. Renewed once half the TTL has passed, to spare a write per admission.
-  local deadline = now_ms + ttl
-  if tonumber(redis.call('HGET', KEYS[2], gw) or '0') < deadline - ttl / 2 then
-    redis.call('HSET', KEYS[2], gw, string.format('%.0f', deadline))
-    redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[6]))
-  end
-end
+sy_renew(KEYS[2], tonumber(ARGV[5]), tonumber(ARGV[6]))
 if new_tat then
   redis.call('SET', KEYS[1], string.format('%.0f', new_tat), 'PX',
              math.floor((new_tat - now_us) / 1000) + 1000)
@@ -106,6 +129,45 @@ redis.call('HINCRBY', KEYS[3], gw, 1)
 redis.call('ZADD', KEYS[5], redis.call('INCR', KEYS[4]), ARGV[7])
 if quota then return {0, sum + 1, 0, 0, quota[2], quota[3], quota[5], quota[6]} end
 return {0, sum + 1, 0}
+)lua";
+
+constexpr std::string_view kGrowSlotsSource = SY_NOW_AND_LIVE("KEYS[1]") SY_QUOTA_FUNCTIONS
+    SY_INFLIGHT_FUNCTION SY_RENEW_FUNCTION R"lua(
+local limit = tonumber(ARGV[3])
+local sum = sy_inflight(KEYS[2], KEYS[3])
+local grant = math.min(tonumber(ARGV[4]), limit - sum)
+local function held_now() return tonumber(redis.call('HGET', KEYS[3], ARGV[2]) or '0') end
+if grant <= 0 then return {0, sum, held_now()} end
+local quota = nil
+if #KEYS >= 5 then
+  local req_tat, tok_tat
+  quota, req_tat, tok_tat = sy_quota(KEYS[4], KEYS[5], tonumber(ARGV[7]), tonumber(ARGV[8]),
+                                     tonumber(ARGV[9]), now_us)
+  if quota[1] ~= 0 then
+    return {0, sum, held_now(), quota[1], quota[2], quota[3], quota[5], quota[6], quota[4]}
+  end
+  sy_commit(KEYS[4], req_tat, now_us)
+  sy_commit(KEYS[5], tok_tat, now_us)
+end
+sy_renew(KEYS[1], tonumber(ARGV[5]), tonumber(ARGV[6]))
+local held = redis.call('HINCRBY', KEYS[3], ARGV[2], grant)
+if quota then return {grant, sum + grant, held, 0, quota[2], quota[3], quota[5], quota[6], 0} end
+return {grant, sum + grant, held}
+)lua";
+
+constexpr std::string_view kChangeSlotsSource = R"lua(
+local held = redis.call('HINCRBY', KEYS[1], ARGV[1], tonumber(ARGV[2]))
+if held <= 0 then redis.call('HDEL', KEYS[1], ARGV[1]) end
+return held
+)lua";
+
+constexpr std::string_view kDropSlotsSource = R"lua(
+for k = 1, #KEYS do
+  for _, field in ipairs(redis.call('HKEYS', KEYS[k])) do
+    if string.sub(field, 1, #ARGV[1]) == ARGV[1] then redis.call('HDEL', KEYS[k], field) end
+  end
+end
+return 1
 )lua";
 
 constexpr std::string_view kQuotaSource = SY_QUOTA_FUNCTIONS R"lua(
@@ -155,11 +217,29 @@ local t = redis.call('TIME')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local ttl = tonumber(ARGV[2])
 local reap_before = now_ms - tonumber(ARGV[3])
+local first_slots = tonumber(ARGV[5])
+local kept = {}
 local hb = redis.call('HGETALL', KEYS[1])
 for i = 1, #hb, 2 do
   if hb[i] ~= ARGV[1] and tonumber(hb[i + 1]) < reap_before then
     redis.call('HDEL', KEYS[1], hb[i])
-    for k = 2, #KEYS do redis.call('HDEL', KEYS[k], hb[i]) end
+    for k = 2, first_slots - 1 do redis.call('HDEL', KEYS[k], hb[i]) end
+  else
+    kept[hb[i]] = true
+  end
+end
+-- Slot leases: those of reaped (or never live) gateways, and this gateway's from an earlier
+-- run (another incarnation), go.
+for k = first_slots, #KEYS do
+  for _, field in ipairs(redis.call('HKEYS', KEYS[k])) do
+    local g = string.match(field, '^(.*)#[^#]*#[^#]*$')
+    local stale
+    if g == ARGV[1] then
+      stale = string.sub(field, 1, #ARGV[4]) ~= ARGV[4]
+    else
+      stale = g == nil or not kept[g]
+    end
+    if stale then redis.call('HDEL', KEYS[k], field) end
   end
 end
 redis.call('HSET', KEYS[1], ARGV[1], string.format('%.0f', now_ms + ttl))
@@ -321,6 +401,8 @@ return out
 
 #undef SY_NOW_AND_LIVE
 #undef SY_QUOTA_FUNCTIONS
+#undef SY_INFLIGHT_FUNCTION
+#undef SY_RENEW_FUNCTION
 
 std::string joined(std::initializer_list<std::string_view> parts) {
   std::string text;
@@ -352,6 +434,9 @@ std::string_view scriptSource(ScriptId script) {
     case ScriptId::kHoldLease: return kHoldLeaseSource;
     case ScriptId::kPutMark: return kPutMarkSource;
     case ScriptId::kReadMarks: return kReadMarksSource;
+    case ScriptId::kGrowSlots: return kGrowSlotsSource;
+    case ScriptId::kChangeSlots: return kChangeSlotsSource;
+    case ScriptId::kDropSlots: return kDropSlotsSource;
   }
   return {};
 }

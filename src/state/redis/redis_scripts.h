@@ -12,19 +12,23 @@
 namespace switchyard::state::redis {
 
 enum class ScriptId : uint8_t {
-  // KEYS: rate, live, run:REPLICA, ver, chg[, quota req, quota tok]. ARGV: gateway,
+  // KEYS: rate, live, run:REPLICA, ver, chg, slots:REPLICA[, quota req, quota tok]. ARGV: gateway,
   // max_inflight, interval_us, tolerance_us, heartbeat ttl_ms, live key expiry ms, replica[, rpm,
   // tpm, tokens]. An admission marks the replica changed (ver, chg).
   // Returns {verdict (0 admitted, 1 in-flight limit, 2 rate limited, 3 a key's budget refused),
   // in-flight sum over live gateways after the call, retry_after_us}, then with the quota keys
   // {quota verdict (0, 1 requests, 2 tokens), remaining requests, remaining tokens,
-  // reset_requests_us, reset_tokens_us}. Nothing is written unless every check passes.
+  // reset_requests_us, reset_tokens_us}. Nothing is written unless every check passes. The
+  // in-flight sum counts, per live gateway, the larger of its run count and its leased slots.
   kAdmit,
   // KEYS: run:REPLICA, ver, chg. ARGV: gateway, replica. Decrements this gateway's count, never
   // below zero, and marks the replica changed.
   kRelease,
-  // KEYS: live, then the run:REPLICA keys this gateway reports. ARGV: gateway, ttl_ms,
-  // reap_after_ms. Renews this gateway's heartbeat; drops gateways dead for reap_after_ms.
+  // KEYS: live, then the run:REPLICA keys this gateway reports, then their slots:REPLICA keys.
+  // ARGV: gateway, ttl_ms, reap_after_ms, this run's slot field prefix ("GATEWAY#INCARNATION#"),
+  // index of the first slots key. Renews this gateway's heartbeat; drops gateways dead for
+  // reap_after_ms, and slot leases of gateways no longer in `live` or of this gateway's earlier
+  // runs.
   kHeartbeat,
   // KEYS: live, then run:REPLICA, tok:REPLICA per replica. ARGV: gateway.
   // Returns {live gateways (this one included), then per replica: others_running, output tokens,
@@ -59,8 +63,21 @@ enum class ScriptId : uint8_t {
   // KEYS: marks:{SET}. Returns {key, value, key, value, ...} of the unexpired entries and
   // removes the expired ones.
   kReadMarks,
+  // KEYS: live, run:REPLICA, slots:REPLICA[, quota req, quota tok]. ARGV: gateway, slot field,
+  // max_inflight, wanted slots, heartbeat ttl_ms, live key expiry ms[, rpm, tpm, tokens].
+  // Leases up to `wanted` more slots of the replica's in-flight limit to the field, as many as
+  // fit under the limit across live gateways, if the key's budgets allow the request too.
+  // Returns {slots granted (0: none), in-flight sum, the field's slots after}, then with the
+  // quota keys {quota verdict, remaining requests, remaining tokens, reset_requests_us,
+  // reset_tokens_us, retry_after_us}. Nothing is written unless every check passes.
+  kGrowSlots,
+  // KEYS: slots:REPLICA. ARGV: slot field, delta. Adds delta (negative: gives slots back);
+  // removes the field at zero. Returns the field's slots after.
+  kChangeSlots,
+  // KEYS: slots:REPLICA keys. ARGV: field prefix. Removes every field with the prefix.
+  kDropSlots,
 };
-inline constexpr size_t kScriptCount = static_cast<size_t>(ScriptId::kReadMarks) + 1;
+inline constexpr size_t kScriptCount = static_cast<size_t>(ScriptId::kDropSlots) + 1;
 
 std::string_view scriptSource(ScriptId script);
 
