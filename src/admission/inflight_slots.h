@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -34,8 +35,7 @@ class InflightSlots {
   // the limit (limit / (gateways × workers)), so unused leases never hold much of a small limit;
   // 0 leases exactly what requests use (one call per request past the free slots).
   static int64_t lead(int64_t limit, int live_gateways, int workers, int64_t configured) {
-    const int64_t holders =
-        static_cast<int64_t>(std::max(1, live_gateways)) * std::max(1, workers);
+    const int64_t holders = static_cast<int64_t>(std::max(1, live_gateways)) * std::max(1, workers);
     return std::clamp<int64_t>(limit / (8 * holders), 0, std::max<int64_t>(0, configured));
   }
 
@@ -73,18 +73,30 @@ class InflightSlots {
   }
 
   // Gives back every slot of leases with nothing in flight that no request touched since the
-  // previous sweep: `give_back(model, replica, slots)`. Call it every second or so.
+  // previous sweep: `give_back(model, replica, slots)`, and forgets them (replicas come and go).
+  // Call it every second or so.
   template <class GiveBack>
   void sweep(GiveBack&& give_back) {
-    for (auto& [model, replicas] : leases_) {
-      for (auto& [replica, lease] : replicas) {
-        if (lease.used == 0 && !lease.touched && lease.held > 0) {
-          give_back(std::string_view(model), std::string_view(replica), lease.held);
-          lease.held = 0;
+    for (auto m = leases_.begin(); m != leases_.end();) {
+      auto& replicas = m->second;
+      for (auto r = replicas.begin(); r != replicas.end();) {
+        Lease& lease = r->second;
+        if (lease.used == 0 && !lease.touched) {
+          if (lease.held > 0)
+            give_back(std::string_view(m->first), std::string_view(r->first), lease.held);
+          r = replicas.erase(r);
+          continue;
         }
         lease.touched = false;
+        ++r;
       }
+      m = replicas.empty() ? leases_.erase(m) : std::next(m);
     }
+  }
+  size_t replicasTracked() const {
+    size_t n = 0;
+    for (const auto& [model, replicas] : leases_) n += replicas.size();
+    return n;
   }
 
   Lease lease(std::string_view model, std::string_view replica) const {

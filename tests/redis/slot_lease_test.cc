@@ -60,7 +60,7 @@ TEST_F(SlotLeaseTest, GrantsWhatFitsUnderTheLimitAcrossGatewaysAndWorkers) {
   ASSERT_FALSE(first.degraded);
   EXPECT_EQ(first.granted, 4);
   EXPECT_EQ(first.held, 4);
-  EXPECT_EQ(grow(*a2, 10, 3).granted, 3);  // its own field
+  EXPECT_EQ(grow(*a2, 10, 3).granted, 3);        // its own field
   EXPECT_EQ(grow(*b.client, 10, 5).granted, 3);  // only 3 left
   const SlotGrant full = grow(*b.client, 10, 1);
   EXPECT_FALSE(full.degraded);

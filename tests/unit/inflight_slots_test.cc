@@ -18,7 +18,7 @@ TEST(InflightSlotsTest, TheLeadIsTheConfiguredOneUpToAnEighthOfAWorkersShare) {
 
 TEST(InflightSlotsTest, RequestsTakeLeasedSlotsUntilNoneIsFree) {
   InflightSlots slots;
-  EXPECT_FALSE(slots.take("m", "r"));  // nothing leased yet
+  EXPECT_FALSE(slots.take("m", "r"));           // nothing leased yet
   EXPECT_EQ(slots.granted("m", "r", 3, 3), 0);  // a request leased 3 and took one
   EXPECT_TRUE(slots.take("m", "r"));
   EXPECT_TRUE(slots.take("m", "r"));
@@ -52,6 +52,7 @@ TEST(InflightSlotsTest, SlotsGoBackPastTwiceTheLeadAndAllAfterAnIdleSweep) {
   slots.sweep(collect);  // ...and goes back at the next one if no request came
   EXPECT_EQ(swept, std::vector<int64_t>{4});
   EXPECT_EQ(slots.lease("m", "r").held, 0);
+  EXPECT_EQ(slots.replicasTracked(), 0u);  // forgotten: replicas come and go
 }
 
 TEST(InflightSlotsTest, ASweepLeavesLeasesInUseAlone) {
