@@ -109,6 +109,7 @@ class ControlPlane {
     security_ = std::make_unique<SecurityPlane>(config_.security, anyTlsReplica(config_));
     observe_ = std::make_unique<observe::Observability>(config_.observe,
                                                         static_cast<size_t>(worker_count));
+    config_.shared_state.worker_count = worker_count;  // before the sync and the workers copy it
     shared_backend_ =
         state::makeBackend(config_.shared_state.settings, config_.shared_state.gateway_id);
     state_sync_ = std::make_unique<GatewayStateSync>(io_, *shared_backend_, registry_,

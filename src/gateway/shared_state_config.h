@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "admission/inflight_slots.h"
 #include "core/clock.h"
 #include "state/shared_state.h"
 
@@ -26,15 +27,21 @@ struct SharedStateConfig {
   // 0: every request is admitted in shared state. Models with a shared rate limit
   // (requests_per_second_per_replica) admit request by request whatever this says.
   int64_t inflight_slots_ahead = 16;
+  // Not a key: this gateway's worker count, set at start (slot leases are per worker).
+  int worker_count = 1;
 };
 
 // Whether the model's in-flight limit is admitted through leased slots (no call per request)
 // rather than request by request in shared state: the same answer on the request path and in the
 // sync, which then publishes this gateway's in-flight counts as it does for unlimited models.
+// A limit too small to lease anything ahead even for a gateway alone (under 8 per worker) is
+// admitted request by request: leasing would cost the same calls and count less exactly.
 inline bool leasesInflightSlots(const SharedStateConfig& config, int64_t max_inflight,
                                 double requests_per_second) {
   return config.settings.backend == state::SharedStateSettings::Backend::kRedis &&
-         config.inflight_slots_ahead > 0 && max_inflight > 0 && requests_per_second <= 0;
+         max_inflight > 0 && requests_per_second <= 0 &&
+         admission::InflightSlots::lead(max_inflight, 1, config.worker_count,
+                                        config.inflight_slots_ahead) > 0;
 }
 
 struct SessionAffinityConfig {

@@ -226,6 +226,14 @@ models:
   EXPECT_EQ(config.shared_state.sync_interval, 100 * kNsPerMs);
   EXPECT_EQ(config.shared_state.liveness_ttl, 500 * kNsPerMs);
   EXPECT_EQ(config.shared_state.inflight_slots_ahead, 16);  // default
+  // Leases for a limit with something to lease ahead (8 per worker), never with a rate limit.
+  SharedStateConfig leasing = config.shared_state;
+  leasing.worker_count = 2;
+  EXPECT_TRUE(leasesInflightSlots(leasing, 16, 0));
+  EXPECT_FALSE(leasesInflightSlots(leasing, 15, 0));
+  EXPECT_FALSE(leasesInflightSlots(leasing, 100, 5));
+  leasing.inflight_slots_ahead = 0;
+  EXPECT_FALSE(leasesInflightSlots(leasing, 100, 0));
   EXPECT_EQ(parseConfig("shared_state: { inflight_slots_ahead: 0 }\nmodels: []\n")
                 .shared_state.inflight_slots_ahead,
             0);
