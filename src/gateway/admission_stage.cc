@@ -90,8 +90,9 @@ boost::asio::awaitable<ReplicaAdmission> AdmissionStage::onLeasedReplica(
     SharedAdmission& shared, std::optional<Refusal>& refusal, RequestAuth* key_budgets) {
   const int64_t limit = model.limits.max_inflight_per_replica;
   const int live_gateways = model.runtime->live_gateways.load(std::memory_order_relaxed);
-  const int64_t lead = admission::InflightSlots::lead(limit, live_gateways, worker_count_,
-                                                      shared_config_.inflight_slots_ahead);
+  const int64_t lead =
+      admission::InflightSlots::lead(limit, live_gateways, shared_config_.worker_count,
+                                     shared_config_.inflight_slots_ahead);
   if (slots_.take(model.name, replica.name())) {
     // Held at once: however the request ends from here, its slot goes back to the lease.
     shared.holdSlot(shared_, slots_, model.name, replica.name(), lead);

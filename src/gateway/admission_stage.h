@@ -82,14 +82,12 @@ enum class ReplicaAdmission : uint8_t {
 class AdmissionStage {
  public:
   AdmissionStage(observe::WorkerObserver& observer, state::SharedStateClient& shared,
-                 SharedStateNotice& notice, const SharedStateConfig& shared_config,
-                 int worker_count)
+                 SharedStateNotice& notice, const SharedStateConfig& shared_config)
       : observer_(observer),
         shared_(shared),
         notice_(notice),
         liveness_ttl_(shared_config.liveness_ttl),
-        shared_config_(shared_config),
-        worker_count_(worker_count) {}
+        shared_config_(shared_config) {}
 
   // Whether the model's limits are admitted in shared state (several gateways, a limit set),
   // request by request or within leased slots: a key's budgets then go with the admission.
@@ -158,7 +156,6 @@ class AdmissionStage {
   SharedStateNotice& notice_;
   TimeNs liveness_ttl_;
   SharedStateConfig shared_config_;  // as at start: slot leases are not switched by a reload
-  int worker_count_;
   admission::InflightSlots slots_;
 };
 

@@ -124,7 +124,6 @@ class ControlPlane {
     kv_events_ = std::make_unique<KvEventsPlane>(config_.prefix_cache);
     kv_events_->sync(*registry_.latest());
     directory_.exact_index = kv_events_->hub();
-    directory_.worker_count = worker_count;
     for (int i = 0; i < worker_count; ++i) {
       workers_.push_back(std::make_unique<Worker>(i, config_, registry_, listen,
                                                   observe_->worker(i), *shared_backend_,

@@ -39,7 +39,6 @@ class RequestQueue;
 // The gateway's workers, so that a slot freed on one can wake a waiter on another. Filled before
 // the workers start; read-only afterwards.
 struct WorkerDirectory {
-  int worker_count = 1;  // known before the first worker is made
   std::vector<boost::asio::io_context*> contexts;
   std::vector<RequestQueue*> queues;
   // Precise prefix-cache routing's exact index (gateway/kv_events_plane.h); null: none.
