@@ -184,6 +184,25 @@ TEST_F(KubernetesClientTest, GoneAsAWatchEventMeansListAgain) {
   EXPECT_EQ(pods().stats().lists, 2);
 }
 
+// Stopping and destroying the discovery between any two handlers must touch nothing of it
+// afterwards: completions already queued (a watch's answer header, an event) still run. Stepping
+// the io_context one handler at a time stops it at every point of its start-up and first events.
+TEST_F(KubernetesClientTest, StoppingBetweenAnyTwoHandlersTouchesNothingAfterwards) {
+  server_.upsertPod(pod("a"));
+  for (int steps = 1; steps <= 80; ++steps) {
+    io_.restart();  // it ran out of work at the end of the last round
+    start(settings());
+    for (int i = 0; i < steps; ++i) {
+      if (i == steps / 2) server_.upsertPod(pod("b", 8002));  // an event on the watch
+      io_.run_one_for(20ms);
+    }
+    discovery_->stop();
+    discovery_.reset();
+    io_.run_for(5ms);  // the queued completions run now, with the discovery gone
+    server_.removePod("default", "b");
+  }
+}
+
 class KubernetesGoneStatusTest : public KubernetesClientTest {
  protected:
   static FakeApiServer::Options options() {

@@ -268,6 +268,9 @@ asio::awaitable<WatchResult> ApiClient::watch(std::string target, LineHandler on
     out.error = hec == beast::error::timeout ? "timeout" : "read: " + hec.message();
     co_return finish(WatchEnd::kTransport);
   }
+  // A completion already queued when cancel() closed the stream still arrives: the caller may
+  // be gone, so no handler runs after a cancel.
+  if (impl->cancelled) co_return finish(WatchEnd::kCancelled);
   out.status = static_cast<int>(parser.get().result_int());
   const bool established = out.status == 200;
   if (established && on_established) on_established();
@@ -280,6 +283,7 @@ asio::awaitable<WatchResult> ApiClient::watch(std::string target, LineHandler on
     parser.get().body().size = kReadPiece;
     layer.expires_after(ns(idle_timeout));
     auto [ec, n] = co_await http::async_read_some(*stream, buffer, parser, kTuple);
+    if (impl->cancelled) co_return finish(WatchEnd::kCancelled);
     if (ec == http::error::need_buffer) ec = {};
     const size_t got = kReadPiece - parser.get().body().size;
     std::string_view data(piece.get(), got);

@@ -45,7 +45,7 @@ Reflector::~Reflector() { stop(); }
 void Reflector::start() {
   if (*alive_) return;
   *alive_ = true;
-  asio::co_spawn(io_, run(), asio::detached);
+  asio::co_spawn(io_, run(alive_), asio::detached);
 }
 
 void Reflector::stop() {
@@ -205,8 +205,7 @@ bool Reflector::applyLine(std::string_view line, bool& relist) {
   return true;
 }
 
-asio::awaitable<void> Reflector::run() {
-  const auto alive = alive_;
+asio::awaitable<void> Reflector::run(std::shared_ptr<bool> alive) {
   while (*alive) {
     if (!co_await list()) {
       if (!*alive) co_return;
@@ -221,14 +220,21 @@ asio::awaitable<void> Reflector::run() {
       const TimeNs timeout = std::min(options_.watch_timeout, left);
       const TimeNs started = now();
       const std::string target = query(true, {}, timeout);
-      const WatchResult result = co_await client_.watch(
-          target, [this, &relist](std::string_view line) { return applyLine(line, relist); },
-          [this] {
-            ++stats_.watches;
-            failures_ = 0;
-            markHealthy(true);
-          },
-          options_.request_timeout, timeout + 30 * kNsPerSec);
+      // The handlers check `alive`: a stopped Reflector may already be destroyed. They are named
+      // values, not temporaries of the co_await expression: g++ 12 destroys such temporaries
+      // twice, which would release `alive` once too often.
+      LineHandler on_line = [this, alive, &relist](std::string_view line) {
+        return *alive && applyLine(line, relist);
+      };
+      EstablishedHandler on_established = [this, alive] {
+        if (!*alive) return;
+        ++stats_.watches;
+        failures_ = 0;
+        markHealthy(true);
+      };
+      const WatchResult result =
+          co_await client_.watch(target, std::move(on_line), std::move(on_established),
+                                 options_.request_timeout, timeout + 30 * kNsPerSec);
       if (!*alive || result.end == WatchEnd::kCancelled) co_return;
       if (relist) {
         ++stats_.expired;

@@ -85,7 +85,9 @@ class Reflector {
   const std::string& lastError() const { return last_error_; }
 
  private:
-  boost::asio::awaitable<void> run();
+  // `alive` is a parameter, copied when the coroutine is made: its first step runs later, when
+  // the Reflector may already be gone.
+  boost::asio::awaitable<void> run(std::shared_ptr<bool> alive);
   boost::asio::awaitable<bool> list();
   boost::asio::awaitable<void> sleep(TimeNs delay);
   TimeNs nextBackoff();
