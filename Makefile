@@ -101,7 +101,7 @@ fuzz-campaign: deps
 
 # The TLS proxy overhead against nginx terminating TLS the same way (docs/benchmarks.md).
 bench-tls: build
-	BENCH_TLS=1 bash bench/e2e/proxy_overhead.sh
+	BENCH_TLS=1 BENCH_SHAPE=small BENCH_STRATEGIES=least-request bash bench/e2e/proxy_overhead.sh
 
 # Idle keep-alive connections (memory per connection) and concurrent streams (CPU per streamed
 # event) through one gateway worker next to one nginx worker, in front of 24 emulated replicas.

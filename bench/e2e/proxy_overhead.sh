@@ -2,15 +2,24 @@
 # Proxy overhead: what one Switchyard worker adds in front of an engine, next to one nginx worker
 # doing plain reverse proxying to the same backend.
 #
-# Three targets answer the same OpenAI-shaped chat completion:
-#   backend     an nginx returning a fixed ~180-byte JSON body (the baseline: no proxy)
-#   nginx       nginx as a reverse proxy to that backend (upstream keep-alive pool of 64)
-#   switchyard  `switchyard gateway` with 1 worker in front of the same backend
-# wrk (1 thread, connections = concurrency) POSTs a ~100-byte chat body to each, at concurrency
-# 1, 32 and 256, interleaved per run (backend, nginx, switchyard, backend, ...) so drift hits all
-# three equally; the table shows medians over runs. Only 127.0.0.1 is used.
+# The targets answer the same OpenAI-shaped chat completion:
+#   backend        an nginx returning a fixed JSON body (the baseline: no proxy)
+#   nginx          nginx as a reverse proxy to the backend replicas (upstream keep-alive pool of
+#                  64; least_conn over several)
+#   switchyard     `switchyard gateway` with 1 worker, least-request, in front of the same replicas
+#   switchyard-lb  the same with load-balance (learned capacity and batching curves)
+# Two request shapes (BENCH_SHAPE; by default the script runs itself once per shape):
+#   small   one replica, a ~100-byte chat body, a ~180-byte answer
+#   fleet4  four replicas, a 230-byte chat body with a system prompt, a ~300-byte answer
+# wrk (1 thread, connections = concurrency) POSTs the shape's body to each, at concurrency
+# 1, 32 and 256, interleaved per run (backend, nginx, switchyard, ...) so drift hits every
+# target equally; the table shows medians over runs. Only 127.0.0.1 is used.
+# Parity goal, per shape, concurrency and strategy: RPS >= 1.0x nginx's and added p99 <= 1.0x
+# nginx's, printed PASS or MISS (the `parity` lines; a summary at the end of both shapes).
 #
-# Environment: BENCH_DURATION (wrk duration, default 5s), BENCH_RUNS (default 3),
+# Environment: BENCH_SHAPE (small or fleet4; unset: both, one after the other),
+#              BENCH_STRATEGIES (default "least-request load-balance"),
+#              BENCH_DURATION (wrk duration, default 5s), BENCH_RUNS (default 3),
 #              SWITCHYARD (binary, default build/release/switchyard),
 #              BENCH_CONCURRENCIES (default "1 32 256"),
 #              BENCH_VARIANTS: extra Switchyard gateways measured in the same interleaved runs,
@@ -26,6 +35,27 @@
 # Exit status: non-zero when something is broken (setup, wrong Switchyard response); a missed
 # performance goal is reported as MISS but does not fail the script.
 set -euo pipefail
+
+# Both shapes: the script runs itself once per shape, then sums up the parity lines.
+if [ -z "${BENCH_SHAPE:-}" ]; then
+  summary="$(mktemp "${TMPDIR:-/tmp}/switchyard-bench-parity.XXXXXX")"
+  trap 'rm -f "$summary"' EXIT
+  for shape in small fleet4; do
+    echo "=== shape: $shape"
+    BENCH_SHAPE=$shape bash "$0" "$@" | tee -a "$summary"
+    echo
+  done
+  echo "=== parity with nginx (RPS >= 1.0x, added p99 <= 1.0x), every shape, concurrency and strategy"
+  grep '^parity ' "$summary" || true
+  awk '/^parity / {n++; if ($NF == "PASS") p++}
+       END {printf "parity goal: %s (%d of %d met)\n", (n > 0 && p == n) ? "PASS" : "MISS", p, n}' \
+    "$summary"
+  exit 0
+fi
+readonly SHAPE="$BENCH_SHAPE"
+case "$SHAPE" in small | fleet4) ;; *) echo "proxy_overhead: BENCH_SHAPE must be small or fleet4" >&2; exit 2 ;; esac
+read -r -a STRATEGIES <<<"${BENCH_STRATEGIES:-least-request load-balance}"
+readonly STRATEGIES
 
 readonly DURATION="${BENCH_DURATION:-5s}"
 readonly TLS="${BENCH_TLS:-0}"
@@ -86,8 +116,8 @@ if [ "$NPROC" -ge 2 ] && command -v taskset >/dev/null; then
   if [ "$NPROC" -ge 3 ]; then PIN_BACKEND=(taskset -c 2); fi
 fi
 
-echo "command: BENCH_TLS=$TLS BENCH_CONNECTION_CLOSE=$CONNECTION_CLOSE BENCH_DURATION=$DURATION" \
-  "BENCH_RUNS=$RUNS bash $0${*:+ $*}"
+echo "command: BENCH_SHAPE=$SHAPE BENCH_STRATEGIES=\"${STRATEGIES[*]}\" BENCH_TLS=$TLS" \
+  "BENCH_CONNECTION_CLOSE=$CONNECTION_CLOSE BENCH_DURATION=$DURATION BENCH_RUNS=$RUNS bash $0${*:+ $*}"
 echo "uptime:$(uptime)"
 echo "machine: nproc=$NPROC cpu=\"$CPU_MODEL\" kernel=$(uname -r)"
 echo "switchyard: $("$SWITCHYARD" --version 2>/dev/null || echo unknown) ($SWITCHYARD)"
@@ -112,12 +142,33 @@ s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.clos
 
 # ---------------------------------------------------------------------------------------------
 # Backend: a fixed OpenAI-shaped chat completion for any location.
-readonly BACKEND_BODY='{"id":"cmpl-1","object":"chat.completion","model":"llama2-7b","choices":[{"message":{"role":"assistant","content":"ok"}}],"usage":{"prompt_tokens":13,"completion_tokens":1,"total_tokens":14}}'
-readonly REQUEST_BODY='{"model":"llama2-7b","messages":[{"role":"user","content":"Say this is a test!"}]}'
+if [ "$SHAPE" = small ]; then
+  readonly REPLICAS=1
+  readonly BACKEND_BODY='{"id":"cmpl-1","object":"chat.completion","model":"llama2-7b","choices":[{"message":{"role":"assistant","content":"ok"}}],"usage":{"prompt_tokens":13,"completion_tokens":1,"total_tokens":14}}'
+  readonly REQUEST_BODY='{"model":"llama2-7b","messages":[{"role":"user","content":"Say this is a test!"}]}'
+else
+  readonly REPLICAS=4
+  readonly BACKEND_BODY='{"id":"chatcmpl-7f3a","object":"chat.completion","created":1733140800,"model":"llama2-7b","choices":[{"index":0,"message":{"role":"assistant","content":"Paris is the capital of France."},"finish_reason":"stop"}],"usage":{"prompt_tokens":41,"completion_tokens":8,"total_tokens":49},"system_fingerprint":"fp_0"}'
+  readonly REQUEST_BODY='{"model":"llama2-7b","messages":[{"role":"system","content":"You are a concise assistant. Answer in one short sentence."},{"role":"user","content":"What is the capital of France?"}],"max_tokens":32,"temperature":0.2}'
+fi
+echo "shape: $SHAPE: $REPLICAS replica(s), request ${#REQUEST_BODY} bytes, answer ${#BACKEND_BODY} bytes"
 
-BACKEND_PORT="$(free_port)"
-NGINX_PORT="$(free_port)"
-[ "$BACKEND_PORT" != "$NGINX_PORT" ] || NGINX_PORT="$(free_port)"
+# Distinct free ports: the replicas', then nginx's.
+declare -A TAKEN=()
+take_port() {
+  local port
+  for _ in $(seq 20); do
+    port="$(free_port)"
+    if [ -z "${TAKEN[$port]:-}" ]; then TAKEN[$port]=1; echo "$port"; return; fi
+  done
+  die "no free port"
+}
+BACKEND_PORTS=()
+for _ in $(seq "$REPLICAS"); do
+  p="$(take_port)"; TAKEN[$p]=1; BACKEND_PORTS+=("$p")
+done
+readonly BACKEND_PORT="${BACKEND_PORTS[0]}"
+NGINX_PORT="$(take_port)"
 
 # TLS: one certificate for both proxies, and one policy (auth/tls_context.cc's, in nginx terms).
 SCHEME=http
@@ -162,25 +213,33 @@ http {
 EOF
 }
 
+# One nginx process serves every replica's port (one worker: the backend's core stays one).
 {
   nginx_prologue backend
-  cat <<EOF
+  for port in "${BACKEND_PORTS[@]}"; do
+    cat <<EOF
   server {
-    listen 127.0.0.1:$BACKEND_PORT reuseport;
+    listen 127.0.0.1:$port reuseport;
     location / {
       default_type application/json;
       return 200 '$BACKEND_BODY';
     }
   }
-}
 EOF
+  done
+  echo "}"
 } >"$WORK/backend.conf"
 
+UPSTREAM_SERVERS=""
+for port in "${BACKEND_PORTS[@]}"; do UPSTREAM_SERVERS+="    server 127.0.0.1:$port;"$'\n'; done
+UPSTREAM_BALANCE=""
+if [ "$REPLICAS" -gt 1 ]; then UPSTREAM_BALANCE="least_conn;"; fi
 {
   nginx_prologue nginx
   cat <<EOF
   upstream backend {
-    server 127.0.0.1:$BACKEND_PORT;
+    $UPSTREAM_BALANCE
+$UPSTREAM_SERVERS
     keepalive 64;
     keepalive_requests 100000000;
   }
@@ -196,18 +255,24 @@ EOF
 EOF
 } >"$WORK/nginx.conf"
 
-cat >"$WORK/switchyard.yaml" <<EOF
+# One gateway config per strategy: switchyard.yaml (least-request) and switchyard-lb.yaml.
+gateway_config() {  # strategy
+  cat <<EOF
 listen: 127.0.0.1:0
 admin_listen: 127.0.0.1:0
 workers: 1
 $SWITCHYARD_TLS
-routing: { default_strategy: least-request }
+routing: { default_strategy: $1 }
 models:
   - name: llama2-7b
     replicas:
-      - address: 127.0.0.1:$BACKEND_PORT
-        labels: { gpu: A100 }
 EOF
+  for port in "${BACKEND_PORTS[@]}"; do
+    printf '      - address: 127.0.0.1:%s\n        labels: { gpu: A100 }\n' "$port"
+  done
+}
+gateway_config least-request >"$WORK/switchyard.yaml"
+gateway_config load-balance >"$WORK/switchyard-lb.yaml"
 
 cat >"$WORK/chat.lua" <<EOF
 wrk.method = "POST"
@@ -239,28 +304,40 @@ PIDS+=($!)
 "${PIN_PROXY[@]}" nginx -p "$WORK/nginx" -e "$WORK/nginx/error.log" -c "$WORK/nginx.conf" \
   >"$WORK/nginx.log" 2>&1 &
 PIDS+=($!)
-"${PIN_PROXY[@]}" "$SWITCHYARD" gateway --config "$WORK/switchyard.yaml" \
-  >"$WORK/switchyard.out" 2>"$WORK/switchyard.log" &
-PIDS+=($!)
+# Starts a gateway on the proxy core and sets URL[name] from its listening line. The gateway
+# prints warnings on stdout before that line: the first line is not always it.
+declare -A URL=()
+start_gateway() {  # name binary config
+  local name=$1 binary=$2 config=$3 addr=""
+  : >"$WORK/$name.out"  # exists before the child opens it, so the poll below can read it
+  "${PIN_PROXY[@]}" "$binary" gateway --config "$config" >"$WORK/$name.out" 2>"$WORK/$name.log" &
+  PIDS+=($!)
+  local pid=$!
+  for _ in $(seq 100); do
+    addr="$(awk '/^listening / {print $2; exit}' "$WORK/$name.out")"
+    [ -n "$addr" ] && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if [ -z "$addr" ]; then
+    tail -20 "$WORK/$name.log" >&2 || true
+    die "$name did not print its listening line"
+  fi
+  URL[$name]="$SCHEME://$addr"
+}
 
-SWITCHYARD_ADDR=""
-for _ in $(seq 100); do
-  SWITCHYARD_ADDR="$(awk '/^listening / {print $2; exit}' "$WORK/switchyard.out")"
-  [ -n "$SWITCHYARD_ADDR" ] && break
-  kill -0 "${PIDS[2]}" 2>/dev/null || break
-  sleep 0.1
-done
-if [ -z "$SWITCHYARD_ADDR" ]; then
-  tail -20 "$WORK/switchyard.log" >&2 || true
-  die "switchyard did not print its listening line"
-fi
-
-declare -A URL=(
-  [backend]="http://127.0.0.1:$BACKEND_PORT"
-  [nginx]="$SCHEME://127.0.0.1:$NGINX_PORT"
-  [switchyard]="$SCHEME://$SWITCHYARD_ADDR"
-)
+URL[backend]="http://127.0.0.1:$BACKEND_PORT"
+URL[nginx]="$SCHEME://127.0.0.1:$NGINX_PORT"
+start_gateway switchyard "$SWITCHYARD" "$WORK/switchyard.yaml"
 TARGETS=(backend nginx switchyard)
+# The strategy targets the parity goal is judged on (switchyard is least-request).
+STRATEGY_TARGETS=(switchyard)
+if [[ " ${STRATEGIES[*]} " == *" load-balance "* ]]; then
+  start_gateway switchyard-lb "$SWITCHYARD" "$WORK/switchyard-lb.yaml"
+  TARGETS+=(switchyard-lb)
+  STRATEGY_TARGETS+=(switchyard-lb)
+fi
+readonly STRATEGY_TARGETS
 
 # Variants: more gateways on the proxy core, each with its own config.
 for variant in ${BENCH_VARIANTS:-}; do
@@ -274,18 +351,7 @@ for variant in ${BENCH_VARIANTS:-}; do
   if [ -n "$snippet" ]; then
     sed "s|@COLLECTOR@|http://127.0.0.1:$BACKEND_PORT|g" "$snippet" >>"$WORK/$name.yaml"
   fi
-  : >"$WORK/$name.out"  # exists before the child opens it, so the poll below can read it
-  "${PIN_PROXY[@]}" "$binary" gateway --config "$WORK/$name.yaml" \
-    >"$WORK/$name.out" 2>"$WORK/$name.log" &
-  PIDS+=($!)
-  addr=""
-  for _ in $(seq 100); do
-    addr="$(awk '/^listening / {print $2; exit}' "$WORK/$name.out")"
-    [ -n "$addr" ] && break
-    sleep 0.1
-  done
-  [ -n "$addr" ] || { tail -20 "$WORK/$name.log" >&2; die "variant $name did not start"; }
-  URL[$name]="$SCHEME://$addr"
+  start_gateway "$name" "$binary" "$WORK/$name.yaml"
   TARGETS+=("$name")
   echo "variant: $name = $binary${snippet:+ + $(tr '\n' ' ' <"$snippet")}"
 done
@@ -296,23 +362,24 @@ for t in "${TARGETS[@]}"; do wait_ready "$t" "${URL[$t]}"; done
 # Correctness: one request through Switchyard must return 200, the backend's body byte for byte,
 # and name the replica it went to in `target-pod`.
 check_switchyard() {
-  local headers="$WORK/check.headers" body="$WORK/check.body" code
-  code="$(curl "${CURL_TLS[@]}" -s --max-time 5 -D "$headers" -o "$body" -w '%{http_code}' \
-    -H 'Content-Type: application/json' -d "$REQUEST_BODY" \
-    "${URL[switchyard]}/v1/chat/completions")" || die "curl through switchyard failed"
-  [ "$code" = 200 ] || die "switchyard answered HTTP $code, expected 200"
-  [ "$(cat "$body")" = "$BACKEND_BODY" ] || {
-    echo "got body: $(head -c 400 "$body")" >&2
-    die "switchyard response body differs from the backend's"
-  }
-  local pod
-  pod="$(awk 'tolower($0) ~ /^target-pod:/ {sub(/^[^:]*: */, ""); sub(/\r$/, ""); print}' \
-    "$headers")"
-  [ -n "$pod" ] || { cat "$headers" >&2; die "switchyard response has no target-pod header"; }
-  [ "$pod" = "127.0.0.1:$BACKEND_PORT" ] ||
-    die "switchyard target-pod is '$pod', expected the backend 127.0.0.1:$BACKEND_PORT"
-  echo "check: switchyard answered 200 with the backend body (${#BACKEND_BODY} bytes)," \
-    "target-pod: $pod"
+  local target headers="$WORK/check.headers" body="$WORK/check.body" code pod
+  for target in "${STRATEGY_TARGETS[@]}"; do
+    code="$(curl "${CURL_TLS[@]}" -s --max-time 5 -D "$headers" -o "$body" -w '%{http_code}' \
+      -H 'Content-Type: application/json' -d "$REQUEST_BODY" \
+      "${URL[$target]}/v1/chat/completions")" || die "curl through $target failed"
+    [ "$code" = 200 ] || die "$target answered HTTP $code, expected 200"
+    [ "$(cat "$body")" = "$BACKEND_BODY" ] || {
+      echo "got body: $(head -c 400 "$body")" >&2
+      die "$target response body differs from the backend's"
+    }
+    pod="$(awk 'tolower($0) ~ /^target-pod:/ {sub(/^[^:]*: */, ""); sub(/\r$/, ""); print}' \
+      "$headers")"
+    [ -n "$pod" ] || { cat "$headers" >&2; die "$target response has no target-pod header"; }
+    printf '127.0.0.1:%s\n' "${BACKEND_PORTS[@]}" | grep -qx "$pod" ||
+      die "$target target-pod is '$pod', not one of the backend replicas"
+    echo "check: $target answered 200 with the backend body (${#BACKEND_BODY} bytes)," \
+      "target-pod: $pod"
+  done
 }
 check_switchyard
 
@@ -357,7 +424,7 @@ measure() {  # target concurrency run
                  END {print e + 0}' <<<"$out")"
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$conns" "$target" "$run" "$rps" "$(to_us "$p50")" \
     "$(to_us "$p99")" "$errors" >>"$RESULTS"
-  printf '  c=%-4s run %s %-10s %10.0f req/s  p50 %8s  p99 %8s  errors %s\n' \
+  printf '  c=%-4s run %s %-13s %10.0f req/s  p50 %8s  p99 %8s  errors %s\n' \
     "$conns" "$run" "$target" "$rps" "$p50" "$p99" "$errors"
 }
 
@@ -377,7 +444,8 @@ check_switchyard >/dev/null
 
 # ---------------------------------------------------------------------------------------------
 # Report: medians per (concurrency, target), added latency over backend-direct, ratios.
-awk -F'\t' -v runs="$RUNS" -v targets="${TARGETS[*]}" '
+awk -F'\t' -v runs="$RUNS" -v targets="${TARGETS[*]}" -v shape="$SHAPE" \
+  -v strategy_targets="${STRATEGY_TARGETS[*]}" '
   function median(key,    n, i, j, tmp, a) {
     n = cnt[key]
     for (i = 1; i <= n; i++) a[i] = vals[key, i]
@@ -393,7 +461,7 @@ awk -F'\t' -v runs="$RUNS" -v targets="${TARGETS[*]}" '
   }
   END {
     printf "Medians of %d interleaved runs (latency in microseconds; added = proxy minus backend-direct)\n", runs
-    printf "%-5s %-11s %10s %9s %9s %10s %10s %7s\n", "conns", "target", "RPS", "p50", "p99", "added p50", "added p99", "errors"
+    printf "%-5s %-14s %10s %9s %9s %10s %10s %7s\n", "conns", "target", "RPS", "p50", "p99", "added p50", "added p99", "errors"
     for (k = 1; k <= nc; k++) {
       c = order[k]
       d50 = med(c, "backend", "p50"); d99 = med(c, "backend", "p99")
@@ -403,7 +471,7 @@ awk -F'\t' -v runs="$RUNS" -v targets="${TARGETS[*]}" '
         r = med(c, t, "rps"); p50 = med(c, t, "p50"); p99 = med(c, t, "p99")
         if (t == "backend") { a50 = "-"; a99 = "-" }
         else { a50 = sprintf("%.0f", p50 - d50); a99 = sprintf("%.0f", p99 - d99) }
-        printf "%-5s %-11s %10.0f %9.0f %9.0f %10s %10s %7d\n", c, t, r, p50, p99, a50, a99, errs[c, t]
+        printf "%-5s %-14s %10.0f %9.0f %9.0f %10s %10s %7d\n", c, t, r, p50, p99, a50, a99, errs[c, t]
       }
       rr = ratio(med(c, "switchyard", "rps"), med(c, "nginx", "rps"))
       ar = ratio(med(c, "switchyard", "p99") - d99, med(c, "nginx", "p99") - d99)
@@ -415,7 +483,19 @@ awk -F'\t' -v runs="$RUNS" -v targets="${TARGETS[*]}" '
       }
       printf "%-5s switchyard/nginx: RPS ratio %s, added p99 ratio %s\n\n", c, rr, ar
       rps_ratio[c] = rr; p99_ratio[c] = ar
+      ns = split(strategy_targets, st, " ")
+      for (i = 1; i <= ns; i++) {
+        t = st[i]
+        sr = ratio(med(c, t, "rps"), med(c, "nginx", "rps"))
+        sa = ratio(med(c, t, "p99") - d99, med(c, "nginx", "p99") - d99)
+        ok = sr != "n/a" && sr + 0 >= 1.0 && sa != "n/a" && sa + 0 <= 1.0
+        parity[++np] = sprintf("parity %s c=%s %s: RPS ratio %s, added p99 ratio %s: %s", shape, c,
+                               t == "switchyard" ? "least-request" : "load-balance", sr, sa,
+                               ok ? "PASS" : "MISS")
+      }
     }
+    printf "goal per strategy (parity): RPS ratio >= 1.00 and added p99 ratio <= 1.00 against nginx\n"
+    for (i = 1; i <= np; i++) print parity[i]
     printf "goal at 32 connections: RPS ratio >= 0.80, added p99 ratio <= 1.50\n"
     if (!(32 in rps_ratio)) { print "goal: not measured (no 32-connection runs)"; exit }
     pass = (rps_ratio[32] != "n/a" && rps_ratio[32] + 0 >= 0.80 && p99_ratio[32] != "n/a" && p99_ratio[32] + 0 <= 1.50)
