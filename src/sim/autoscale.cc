@@ -25,7 +25,11 @@ void Simulator::addReplicas(const std::string& gpu, int count) {
       break;
     }
   }
-  for (int i = 0; i < count; ++i) addReplica(group, now_);
+  for (int i = 0; i < count; ++i) addReplica(group, now_, /*starting=*/true);
+  // Starting replicas join the gateways' fleet when their start-up is over.
+  if (const TimeNs startup = scenario_.fleet[group].startup; startup > 0 && count > 0) {
+    queue_.push(now_ + startup, kReplicasReady);
+  }
   for (SimGateway& g : gateways_) g.states.resize(replicas_.size());
 }
 

@@ -106,7 +106,7 @@ void Simulator::writeRequestCsv(const SimRequest& q, Outcome outcome, TimeNs don
 }
 
 void Simulator::onQueueSample() {
-  if (added_at_ >= 0 && now_ - added_at_ <= 5 * kNsPerSec) {
+  if (added_at_ >= 0 && now_ >= added_at_ && now_ - added_at_ <= 5 * kNsPerSec) {
     for (const SimReplica& r : replicas_) {
       if (r.removed || !r.alive) continue;
       const engine::EngineLoad load = r.model->load();

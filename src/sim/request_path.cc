@@ -245,7 +245,7 @@ void Simulator::route(uint32_t slot) {
 }
 
 void Simulator::noteRouted(const SimReplica& r) {
-  if (added_at_ < 0) return;
+  if (added_at_ < 0 || now_ < added_at_) return;  // none added, or still starting
   static constexpr std::array<TimeNs, 3> kWindows = {2 * kNsPerSec, 5 * kNsPerSec, 10 * kNsPerSec};
   for (size_t w = 0; w < kWindows.size(); ++w) {
     if (now_ - added_at_ >= kWindows[w]) continue;

@@ -290,6 +290,8 @@ FleetGroup parseGroup(const YAML::Node& node, const std::string& where,
                  g.tp = integer(v, full, 1, 64);
                } else if (key == "prefix_caching") {
                  g.prefix_caching = scalar<bool>(v, full);
+               } else if (key == "startup_s") {
+                 g.startup = seconds(v, full, 0, 3600);
                } else if (key == "engine") {
                  try {
                    engine::parseEngineTuning(v, g.tuning);

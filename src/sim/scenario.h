@@ -91,6 +91,10 @@ struct FleetGroup {
   int tp = 1;
   engine::EngineTuning tuning;  // the scenario's engine: settings, then the group's
   bool prefix_caching = false;  // the demo runs its engines with --no-prefix-caching
+  // A replica added during the run (an add_replicas event, autoscaling) starts this long before
+  // it joins the fleet the gateways route to: pulling the image, loading the weights, warming
+  // up. It is paid for meanwhile. The fleet at the start is up already.
+  TimeNs startup = 0;
 };
 
 struct GatewaySpec {

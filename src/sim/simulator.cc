@@ -56,7 +56,7 @@ Simulator::Simulator(const Scenario& scenario, const RunOptions& options)
 
   end_ = scenario_.duration;
   for (size_t group = 0; group < scenario_.fleet.size(); ++group) {
-    for (int i = 0; i < scenario_.fleet[group].count; ++i) addReplica(group, 0);
+    for (int i = 0; i < scenario_.fleet[group].count; ++i) addReplica(group, 0, /*starting=*/false);
   }
 
   const GatewaySpec& gs = scenario_.gateways;
@@ -83,7 +83,7 @@ Simulator::Simulator(const Scenario& scenario, const RunOptions& options)
   }
 }
 
-void Simulator::addReplica(size_t group, TimeNs now) {
+void Simulator::addReplica(size_t group, TimeNs now, bool starting) {
   const FleetGroup& fg = scenario_.fleet[group];
   SimReplica r;
   r.index = static_cast<uint32_t>(replicas_.size());
@@ -101,6 +101,7 @@ void Simulator::addReplica(size_t group, TimeNs now) {
   // The simulator needs each request's first and last token only: plain decode steps cost O(1).
   r.model->setDetail(engine::BatchingModel::Detail::kMilestones);
   r.added_at = now;
+  r.ready_at = starting ? now + fg.startup : now;
   replicas_.push_back(std::move(r));
   if (window_open_ && !window_closed_) startWindow(replicas_.back());
 }
@@ -122,8 +123,10 @@ void Simulator::applyFleet(SimGateway& g, TimeNs now) {
   model.candidate_sample = gs.candidate_sample;
   model.limits = gs.limits;
   model.admission = gs.admission;
+  // Routed to: neither removed nor still starting.
+  const auto routed = [now](const SimReplica& r) { return !r.removed && r.ready_at <= now; };
   for (const SimReplica& r : replicas_) {
-    if (r.removed) continue;
+    if (!routed(r)) continue;
     model.replicas.push_back(
         fleet::ReplicaSpec{r.name, {{"gpu", gpu_types_[r.gpu_type]}, {"engine", "vllm"}}});
   }
@@ -138,7 +141,7 @@ void Simulator::applyFleet(SimGateway& g, TimeNs now) {
   g.states.resize(replicas_.size());
   size_t p = 0;
   for (const SimReplica& r : replicas_) {
-    if (r.removed) continue;
+    if (!routed(r)) continue;
     g.position[r.index] = static_cast<int32_t>(p);
     g.replica_at.push_back(r.index);
     g.states[r.index] = g.model->replicas[p].state;
@@ -310,6 +313,9 @@ void Simulator::dispatch(const Event& e) {
     case kQueueRecheck:
       if (gateways_[e.target].alive) recheckQueue(gateways_[e.target]);
       break;
+    case kReplicasReady:
+      applyFleet(now_);
+      break;
     case kAutoscale:
       onAutoscale();
       queue_.push(now_ + scenario_.autoscale.interval, kAutoscale);
@@ -328,9 +334,10 @@ void Simulator::onScenarioEvent(const ScenarioEvent& e) {
       const size_t before = replicas_.size();
       addReplicas(e.gpu, e.count);
       for (size_t i = before; i < replicas_.size(); ++i) replicas_[i].added = first;
-      if (first) {
-        added_at_ = now_;
-        result_.added.at_s = static_cast<double>(now_) / kNsPerSec;
+      if (first && replicas_.size() > before) {
+        // The cohort is followed from when it joins the gateways' fleet (after its start-up).
+        added_at_ = replicas_[before].ready_at;
+        result_.added.at_s = static_cast<double>(added_at_) / kNsPerSec;
         result_.added.count = e.count;
         result_.added.fleet = static_cast<int>(std::count_if(
             replicas_.begin(), replicas_.end(), [](const SimReplica& r) { return !r.removed; }));

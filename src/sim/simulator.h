@@ -54,7 +54,7 @@ struct RunOptions {
 // new-replica stampede): their share of the requests routed, and their engine in-flight count
 // (running + waiting, sampled every 100 ms) against the established replicas'.
 struct AddedReplicas {
-  double at_s = -1;  // when they were added; -1: no replica was added
+  double at_s = -1;  // when they joined the gateways' fleet (added + start-up); -1: none added
   int count = 0;
   int fleet = 0;  // replicas in the fleet after the add
   double share_2s = 0, share_5s = 0, share_10s = 0;

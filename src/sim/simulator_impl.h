@@ -55,6 +55,7 @@ enum EventKind : uint32_t {
   kQueueRecheck,     // gateway `target`'s queued requests re-check (admission recheck_ms)
   kQueueWake,        // a slot freed on gateway `target`: the head of its queue tries again
   kAutoscale,        // the optimizer's interval: solve on the observed load, apply the answer
+  kReplicasReady,    // replicas that were starting join the fleet the gateways route to
 };
 
 struct SimReplica {
@@ -67,6 +68,7 @@ struct SimReplica {
   bool alive = true;     // answers (fail_replica / recover_replica)
   bool removed = false;  // left the fleet: finishes what it has, gets nothing new
   TimeNs added_at = 0;
+  TimeNs ready_at = 0;  // joins the gateways' fleet (added_at + its group's start-up)
   bool added = false;  // by the first add_replicas event (the cohort AddedReplicas follows)
   TimeNs removed_at = -1;
   TimeNs scheduled = -1;  // the pending kEngineStep's time; -1: none
@@ -148,7 +150,8 @@ class Simulator {
 
  private:
   // --- set-up and the loop (simulator.cc)
-  void addReplica(size_t group, TimeNs now);
+  // `starting`: added during the run, so it joins the gateways' fleet after its group's start-up.
+  void addReplica(size_t group, TimeNs now, bool starting);
   void applyFleet(TimeNs now);
   void applyFleet(SimGateway& g, TimeNs now);
   void scheduleReplica(SimReplica& r);

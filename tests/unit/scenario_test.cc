@@ -161,6 +161,9 @@ TEST(ScenarioTest, ErrorsNameTheFileTheLineAndTheKey) {
            base.substr(base.find("workload")),
        "strategies[1]: 'random' listed twice"},
       {"model: gpt-17\n" + base, "s.yaml:1: model: unknown profile 'gpt-17'"},
+      {"fleet: [{gpu: A100, count: 1, startup_s: -1}]\nstrategies: [random]\nworkload:\n"
+       "  arrivals: {poisson: {rate: 1}}\n  mix: [{prompt_tokens: 1, output_tokens: 1}]\n",
+       "fleet[0].startup_s"},
       {"fleet: [{gpu: A10, count: 1}]\nmodel: llama2-70b\nstrategies: [random]\nworkload:\n"
        "  arrivals: {poisson: {rate: 1}}\n  mix: [{prompt_tokens: 1, output_tokens: 1}]\n",
        "fleet[0]: llama2-70b does not fit on A10"},

@@ -158,6 +158,55 @@ events:
   EXPECT_GE(newReplicaPeak("least-request"), newReplicaPeak("least-request-top-k"));
 }
 
+// The mixed fleet plus an H100 group that starts empty and gets two replicas at 10 s, which
+// take `startup_s` to start.
+Scenario withStartingH100s(int startup_s) {
+  return parseScenario(fmt::format(R"(seed: 5
+duration_s: 30
+warmup_s: 5
+fleet:
+  - {{gpu: L20, count: 2}}
+  - {{gpu: A100, count: 2}}
+  - {{gpu: H100, count: 0, startup_s: {}}}
+strategies: [least-request]
+workload:
+  arrivals: {{poisson: {{rate: 14}}}}
+  mix:
+    - {{prompt_tokens: [30, 200], output_tokens: [64, 192]}}
+events:
+  - {{at_s: 10, add_replicas: {{gpu: H100, count: 2}}}}
+)",
+                                   startup_s),
+                       "test.yaml");
+}
+
+TEST(SimulatorTest, AddedReplicasServeOnlyAfterTheirStartUpButArePaidFromTheStart) {
+  // Tokens the H100s produced in seconds [from, to), and whether they were counted in the fleet
+  // throughout.
+  auto h100 = [](const RunResult& r, int64_t from, int64_t to, bool& counted) {
+    int64_t tokens = 0;
+    counted = true;
+    for (const SecondRow& row : r.seconds) {
+      if (row.group != "H100" || row.second < from || row.second >= to) continue;
+      tokens += row.output_tokens;
+      counted = counted && row.replicas == 2;
+    }
+    return tokens;
+  };
+  bool counted = false;
+  const RunResult at_once = run(withStartingH100s(0), "least-request");
+  EXPECT_DOUBLE_EQ(at_once.added.at_s, 10.0);
+  EXPECT_GT(h100(at_once, 11, 16, counted), 0);
+
+  const RunResult starting = run(withStartingH100s(6), "least-request");
+  EXPECT_DOUBLE_EQ(starting.added.at_s, 16.0);  // the cohort is followed from when it joins
+  EXPECT_EQ(h100(starting, 10, 16, counted), 0);
+  EXPECT_TRUE(counted);  // in the fleet (paid for) while starting
+  EXPECT_GT(h100(starting, 17, 25, counted), 0);
+  EXPECT_GT(group(starting, "H100").requests, 0);
+  EXPECT_LT(group(starting, "H100").requests, group(at_once, "H100").requests);
+}
+
 TEST(SimulatorTest, CapacityIsMeasuredPerGpuTypeAndLoadBecomesARate) {
   Scenario s = mixed(1, 20);
   s.capacity_seconds = 4;
