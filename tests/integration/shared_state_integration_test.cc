@@ -146,10 +146,14 @@ TEST_F(SharedStateTest, LeasedSlotsHoldTheLimitAcrossGateways) {
   startGateways(3, "    limits: { max_inflight_per_replica: 48 }\n");
   waitForLiveGateways(3);
   const Burst burst = sendBurst(72, 160);
+  double degraded = 0;  // request-path calls that got no answer in time: decided locally
+  for (size_t g = 0; g < gateways_.size(); ++g) {
+    degraded += metricSample(metrics(g), "switchyard_shared_state_degraded_total{role=\"request\"}");
+  }
   EXPECT_EQ(burst.other, 0) << burst.other_answer;
   EXPECT_GE(burst.ok, 24) << "peak " << burst.peak[0] << ", rejected " << burst.rejected;
   EXPECT_GE(burst.rejected, 1);
-  EXPECT_LE(burst.peak[0], 48.0);
+  EXPECT_LE(burst.peak[0], 48.0) << "degraded calls " << degraded;
   EXPECT_GT(burst.peak[0], 0.0);
 }
 

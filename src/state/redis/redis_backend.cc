@@ -24,6 +24,8 @@ using redis::ScriptId;
 
 // A gateway whose heartbeat has been stale this many TTLs is removed from `live` and `run`.
 constexpr int64_t kReapAfterTtls = 10;
+// A slot lease call waits this many request-path call timeouts (growSlots says why).
+constexpr int64_t kLeaseCallTimeoutFactor = 10;
 constexpr std::string_view kTokenRetentionMs = "3600000";
 
 int64_t toMs(TimeNs ns) { return std::max<int64_t>(1, (ns + kNsPerMs - 1) / kNsPerMs); }
@@ -226,7 +228,12 @@ class RedisClient final : public SharedStateClient {
     auto commands = single(scriptCommand(ScriptId::kGrowSlots, key_count, std::move(args)));
     commands[0].on_late_reply = &undoLateGrowth;
     auto connection = connection_;
-    auto replies = co_await connection->call(std::move(commands));
+    // A lease call waits longer than a request-by-request admission: it is made once per `lead`
+    // requests, so its wait costs little, and a timed-out lease makes the request decide on this
+    // gateway's share alone while the other gateways still lease through Redis, which does not
+    // count that request until the next sync (a burst could then pass the limit by a request).
+    const TimeNs timeout = kLeaseCallTimeoutFactor * connection->timeout();
+    auto replies = co_await connection->call(std::move(commands), timeout);
     SlotGrant grant;  // degraded
     if (!replies || !(*replies)[0].isArray() || (*replies)[0].elements.size() < 3) {
       co_return grant;

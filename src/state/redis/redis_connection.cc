@@ -256,7 +256,7 @@ bool RedisConnection::issue(const std::shared_ptr<PendingCall>& call, size_t ind
 }
 
 asio::awaitable<std::optional<std::vector<RedisValue>>> RedisConnection::call(
-    std::vector<RedisCommand> commands) {
+    std::vector<RedisCommand> commands, TimeNs timeout) {
   auto self = shared_from_this();  // the frame keeps the connection, even past its owner
   stats_.calls.fetch_add(1, std::memory_order_relaxed);
   const TimeNs started = SteadyClock::instance().now();
@@ -264,7 +264,7 @@ asio::awaitable<std::optional<std::vector<RedisValue>>> RedisConnection::call(
   bool issued = context_ != nullptr;
   for (size_t i = 0; issued && i < pending->commands.size(); ++i) issued = issue(pending, i, false);
   if (issued && pending->outstanding > 0 && !pending->failed) {
-    pending->timer.expires_after(asDuration(timeout_));
+    pending->timer.expires_after(asDuration(timeout > 0 ? timeout : timeout_));
     boost::system::error_code ignored;  // expiry and early cancel both just wake us
     co_await pending->timer.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
   }

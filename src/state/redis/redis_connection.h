@@ -57,9 +57,11 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   RedisConnection(const RedisConnection&) = delete;
   RedisConnection& operator=(const RedisConnection&) = delete;
 
-  // The replies in command order; nullopt when degraded. Never throws.
+  // The replies in command order; nullopt when degraded. Never throws. `timeout` > 0 replaces
+  // the connection's for this call.
   boost::asio::awaitable<std::optional<std::vector<RedisValue>>> call(
-      std::vector<RedisCommand> commands);
+      std::vector<RedisCommand> commands, TimeNs timeout = 0);
+  TimeNs timeout() const { return timeout_; }
   // Sends without waiting; a failure is counted as degraded in stats().
   void send(RedisCommand command);
   // Frees the connection and stops reconnecting; calls in flight end degraded.
