@@ -9,8 +9,8 @@
 #   switchyard     `switchyard gateway` with 1 worker, least-request, in front of the same replicas
 #   switchyard-lb  the same with load-balance (learned capacity and batching curves)
 # Two request shapes (BENCH_SHAPE; by default the script runs itself once per shape):
-#   small   one replica, a ~100-byte chat body, a ~180-byte answer
-#   fleet4  four replicas, a 230-byte chat body with a system prompt, a ~300-byte answer
+#   small   one replica, an 82-byte chat body, a 191-byte answer
+#   fleet4  four replicas, a 230-byte chat body with a system prompt, a 309-byte answer
 # wrk (1 thread, connections = concurrency) POSTs the shape's body to each, at concurrency
 # 1, 32 and 256, interleaved per run (backend, nginx, switchyard, ...) so drift hits every
 # target equally; the table shows medians over runs. Only 127.0.0.1 is used.
@@ -149,7 +149,7 @@ if [ "$SHAPE" = small ]; then
 else
   readonly REPLICAS=4
   readonly BACKEND_BODY='{"id":"chatcmpl-7f3a","object":"chat.completion","created":1733140800,"model":"llama2-7b","choices":[{"index":0,"message":{"role":"assistant","content":"Paris is the capital of France."},"finish_reason":"stop"}],"usage":{"prompt_tokens":41,"completion_tokens":8,"total_tokens":49},"system_fingerprint":"fp_0"}'
-  readonly REQUEST_BODY='{"model":"llama2-7b","messages":[{"role":"system","content":"You are a concise assistant. Answer in one short sentence."},{"role":"user","content":"What is the capital of France?"}],"max_tokens":32,"temperature":0.2}'
+  readonly REQUEST_BODY='{"model":"llama2-7b","messages":[{"role":"system","content":"You are a concise assistant. Answer in one short sentence."},{"role":"user","content":"Which city is the capital of France, please?"}],"max_tokens":32,"temperature":0.2}'
 fi
 echo "shape: $SHAPE: $REPLICAS replica(s), request ${#REQUEST_BODY} bytes, answer ${#BACKEND_BODY} bytes"
 
@@ -159,7 +159,8 @@ take_port() {
   local port
   for _ in $(seq 20); do
     port="$(free_port)"
-    if [ -z "${TAKEN[$port]:-}" ]; then TAKEN[$port]=1; echo "$port"; return; fi
+    # Runs in a $(...) subshell: the caller records the port in TAKEN.
+    if [ -z "${TAKEN[$port]:-}" ]; then echo "$port"; return; fi
   done
   die "no free port"
 }
