@@ -17,7 +17,10 @@ of the same emulated fleet (CONN_ENGINES replicas of llama2-7b on A100, one engi
 Figures: a table on stdout, CSV in CONN_OUT (default build/bench-connections). Only 127.0.0.1;
 every process started here is stopped. Environment: CONN_IDLE=10000 CONN_STEPS=4
 CONN_STREAMS=5000 CONN_TOKENS=200 CONN_ENGINES=24 CONN_TARGETS=switchyard,nginx
-SWITCHYARD=build/release/switchyard.
+SWITCHYARD=build/release/switchyard. CONN_SYSCALLS=1 also counts the proxy's system calls over the
+stream phase (`strace -c`, which slows the proxy: CPU figures of such a run are not comparable)
+into CONN_OUT/syscalls-<proxy>.txt; CONN_PERF=1 records the proxy's profile over the stream phase
+(`perf record -g`) into CONN_OUT/perf-<proxy>.data.
 """
 import asyncio
 import csv
@@ -40,6 +43,8 @@ STREAMS = int(os.environ.get("CONN_STREAMS", "5000"))
 TOKENS = int(os.environ.get("CONN_TOKENS", "200"))
 ENGINES = int(os.environ.get("CONN_ENGINES", "24"))
 TARGETS = os.environ.get("CONN_TARGETS", "switchyard,nginx").split(",")
+SYSCALLS = os.environ.get("CONN_SYSCALLS", "0") == "1"
+PERF = os.environ.get("CONN_PERF", "0") == "1"
 OUT = os.environ.get("CONN_OUT", "build/bench-connections")
 MODEL = "llama2-7b"
 OPEN_BATCH = 500  # connections opened concurrently at a time
@@ -192,6 +197,17 @@ async def stream_phase(name, port, pid):
         finally:
             writer.close()
 
+    tracer = None
+    if SYSCALLS:
+        tracer = subprocess.Popen(["strace", "-c", "-f", "-p", str(pid), "-o",
+                                   os.path.join(OUT, "syscalls-%s.txt" % name)],
+                                  stderr=subprocess.DEVNULL)
+    elif PERF:
+        tracer = subprocess.Popen(["perf", "record", "-g", "-p", str(pid), "-o",
+                                   os.path.join(OUT, "perf-%s.data" % name)],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if tracer is not None:
+        await asyncio.sleep(1)  # attached before the first stream
     cpu0, t0, rss_peak, peak = cpu_seconds(pid), time.time(), rss_kib(pid), 0
     tasks = [asyncio.ensure_future(one()) for _ in range(STREAMS)]
     while not all(t.done() for t in tasks):
@@ -199,6 +215,9 @@ async def stream_phase(name, port, pid):
         rss_peak = max(rss_peak, rss_kib(pid))
         peak = max(peak, streaming[0])
     cpu, wall = cpu_seconds(pid) - cpu0, time.time() - t0
+    if tracer is not None:
+        tracer.send_signal(2)  # strace writes its table, perf its data, on SIGINT
+        tracer.wait(timeout=30)
     ok = events = errors = 0
     reasons = {}
     for t in tasks:

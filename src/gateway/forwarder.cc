@@ -29,6 +29,25 @@ void cancelUpstream(void* upstream) {
   if (auto& stream = *static_cast<UpstreamPool::Stream*>(upstream)) stream->cancel();
 }
 
+constexpr size_t kEventPieceSize = 4 * 1024;
+
+// Parses what the upstream buffer already holds into the body's remaining room, element by
+// element (Beast's read stops after each chunk), and stops where more input is needed: events
+// that arrived together leave in one client write, and none waits for the next to arrive (the
+// parser's eager mode would wait, reading on for a chunk header cut in two).
+template <class Parser>
+boost::system::error_code parseBuffered(Parser& parser, beast::flat_buffer& buffer) {
+  while (!parser.is_done() && buffer.size() > 0 && parser.get().body().size > 0) {
+    boost::system::error_code ec;
+    const size_t used = parser.put(buffer.data(), ec);
+    buffer.consume(used);
+    if (ec == http::error::need_more || ec == http::error::need_buffer) return {};
+    if (ec) return ec;
+    if (used == 0) return {};
+  }
+  return {};
+}
+
 }  // namespace
 
 bool isHopByHop(http::field f) {
@@ -231,6 +250,10 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
       beast::iequals(response[http::field::content_type].substr(0, 17), "text/event-stream");
   api::UsageScanner scanner(event_stream ? api::UsageScanner::Mode::kSse
                                          : api::UsageScanner::Mode::kJson);
+  // A stream's events are small and come a few at a time: at most one page of them per client
+  // write keeps each of thousands of streams' pieces to one resident page, where a sized body
+  // fills the whole piece per write.
+  const size_t piece_room = event_stream ? kEventPieceSize : kPieceSize;
   bool head_sent = false;
   char chunk_prefix[24];
   static constexpr std::string_view kCrlf = "\r\n";
@@ -239,12 +262,13 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
     size_t got = 0;
     if (!parser->is_done()) {
       response.body().data = conn.piece.get();
-      response.body().size = kPieceSize;
+      response.body().size = piece_room;
       upstream->expires_after(asDuration(model.timeouts.idle));
       auto [ec, n] = co_await http::async_read_some(*upstream, conn.upstream_buffer, *parser,
                                                     kTuple);
       if (ec == http::error::need_buffer) ec = {};
-      got = kPieceSize - response.body().size;
+      if (!ec) ec = parseBuffered(*parser, conn.upstream_buffer);
+      got = piece_room - response.body().size;
       if (ec && conn.watch->gone) {
         observer.onClientCancelled(conn.observed, first_byte_at < 0
                                                       ? observe::CancelStage::kWaitingFirstByte

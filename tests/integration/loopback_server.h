@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cctype>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <string>
@@ -26,6 +27,12 @@ class LoopbackServer {
   struct Request {
     std::string method, target, body;
     std::map<std::string, std::string> headers;  // lower-case names
+  };
+  // Raw bytes written as one write() each, with a pause after each: a response cut where a test
+  // wants it (a chunk header split across writes, events that arrive together).
+  struct Part {
+    std::string bytes;
+    std::chrono::milliseconds pause{0};
   };
 
   explicit LoopbackServer(std::string body) : body_(std::move(body)) {
@@ -53,6 +60,11 @@ class LoopbackServer {
     ::close(fd_);
   }
   uint16_t port() const { return port_; }
+  // From now on every request but /metrics is answered with `parts`, verbatim.
+  void answerWith(std::vector<Part> parts) {
+    std::lock_guard lock(mutex_);
+    script_ = std::move(parts);
+  }
   std::vector<Request> requests(std::string_view target_prefix) {
     std::lock_guard lock(mutex_);
     std::vector<Request> out;
@@ -123,9 +135,18 @@ class LoopbackServer {
       req.body = buffer.substr(0, content_length);
       buffer.erase(0, content_length);
       const bool metrics = req.target == "/metrics";
+      std::vector<Part> script;
       {
         std::lock_guard lock(mutex_);
         requests_.push_back(req);
+        if (!metrics) script = script_;
+      }
+      if (!script.empty()) {
+        for (const Part& part : script) {
+          if (::write(fd, part.bytes.data(), part.bytes.size()) < 0) return (void)::close(fd);
+          std::this_thread::sleep_for(part.pause);
+        }
+        continue;
       }
       const std::string& body = metrics ? std::string() : body_;
       const std::string response = "HTTP/1.1 200 OK\r\nContent-Type: " +
@@ -144,6 +165,7 @@ class LoopbackServer {
   std::mutex mutex_;
   std::vector<std::thread> connections_;  // guarded by mutex_
   std::vector<Request> requests_;         // guarded by mutex_
+  std::vector<Part> script_;              // guarded by mutex_
 };
 
 }  // namespace switchyard::testing
