@@ -2,11 +2,12 @@
 // type, so the request path (Beast's parsers, Asio's composed writes, timeouts, the peer watch)
 // is written once for both.
 //
-// It models Asio's AsyncReadStream and AsyncWriteStream; timeouts are Beast's tcp_stream's,
-// which also bound the TLS handshake. TLS goes through Beast's ssl_stream, whose flat_stream
-// layer coalesces a gather write (a response head, a chunk prefix, a piece, CRLF) into one TLS
-// record instead of one record per buffer. A TLS stream holds its ssl::context, so a certificate
-// reload that publishes a new context leaves the connections made with the old one untouched.
+// It models Asio's AsyncReadStream and AsyncWriteStream; timeouts are one deadline per
+// connection (http/timed_socket.h), which also bounds the TLS handshake. TLS goes through
+// Beast's ssl_stream, whose flat_stream layer coalesces a gather write (a response head, a chunk
+// prefix, a piece, CRLF) into one TLS record instead of one record per buffer. A TLS stream
+// holds its ssl::context, so a certificate reload that publishes a new context leaves the
+// connections made with the old one untouched.
 //
 // Owned by one coroutine on one executor (no locking). Including this header brings in Beast
 // and Asio's SSL support: keep it to the request path's few translation units.
@@ -14,26 +15,24 @@
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 
+#include "http/timed_socket.h"
+
 namespace switchyard::http {
 
 class ConnectionStream {
  public:
-  using TcpStream = boost::beast::tcp_stream;
-  using TlsStream = boost::beast::ssl_stream<TcpStream>;
-  using executor_type = TcpStream::executor_type;
+  using TlsStream = boost::beast::ssl_stream<TimedSocket>;
+  using executor_type = TimedSocket::executor_type;
 
   // Plain TCP over an accepted or connected socket.
   explicit ConnectionStream(boost::asio::ip::tcp::socket socket)
       : plain_(std::in_place, std::move(socket)) {}
-  // Plain TCP, not connected yet (connect through tcp()).
-  explicit ConnectionStream(const executor_type& executor) : plain_(std::in_place, executor) {}
   // TLS over `socket` when `context` is set (the handshake is the caller's next step), else
   // plain TCP.
   ConnectionStream(boost::asio::ip::tcp::socket socket,
@@ -50,7 +49,7 @@ class ConnectionStream {
   ConnectionStream& operator=(const ConnectionStream&) = delete;
 
   executor_type get_executor() noexcept { return tcp().get_executor(); }
-  TcpStream& tcp() { return tls_ ? tls_->next_layer() : *plain_; }
+  TimedSocket& tcp() { return tls_ ? tls_->next_layer() : *plain_; }
   boost::asio::ip::tcp::socket& socket() { return tcp().socket(); }
   template <typename Duration>
   void expires_after(Duration d) {
@@ -75,7 +74,7 @@ class ConnectionStream {
 
  private:
   std::shared_ptr<boost::asio::ssl::context> context_;  // outlives tls_ (declared first)
-  std::optional<TcpStream> plain_;
+  std::optional<TimedSocket> plain_;
   std::optional<TlsStream> tls_;
 };
 
