@@ -17,22 +17,23 @@ void FleetHealth::sync(
     std::shared_ptr<const fleet::FleetSnapshot> snapshot,
     const std::function<void(const std::shared_ptr<fleet::ReplicaState>&)>& added) {
   snapshot_ = std::move(snapshot);
-  std::map<const fleet::ReplicaState*, std::unique_ptr<Tracked>> next;
+  std::vector<std::unique_ptr<Tracked>> next;
+  std::unordered_map<const fleet::ReplicaState*, size_t> next_index;
   for (const fleet::ModelEntry& model : snapshot_->models) {
     for (const fleet::ReplicaEntry& entry : model.replicas) {
       const fleet::ReplicaState* key = entry.state.get();
-      if (next.count(key)) continue;
-      auto it = tracked_.find(key);
-      if (it != tracked_.end()) {
-        next.emplace(key, std::move(it->second));
-        tracked_.erase(it);
+      if (!next_index.emplace(key, next.size()).second) continue;
+      const auto it = index_.find(key);
+      if (it != index_.end()) {
+        next.push_back(std::move(tracked_[it->second]));
         continue;
       }
-      next.emplace(key, std::make_unique<Tracked>(entry.state, settings_));
+      next.push_back(std::make_unique<Tracked>(entry.state, settings_));
       if (added) added(entry.state);
     }
   }
   tracked_ = std::move(next);  // replicas that left the fleet are dropped
+  index_ = std::move(next_index);
   // Per model, each replica's record and GPU type rank (types in name order), so that a tick
   // looks nothing up.
   views_.assign(snapshot_->models.size(), ModelView{});
@@ -45,8 +46,7 @@ void FleetHealth::sync(
     gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
     view.gpu_count = gpus.size();
     for (const fleet::ReplicaEntry& entry : model.replicas) {
-      const auto it = tracked_.find(entry.state.get());
-      view.tracked.push_back(it == tracked_.end() ? nullptr : it->second.get());
+      view.tracked.push_back(find(*entry.state));
       view.gpu_rank.push_back(static_cast<uint32_t>(
           std::lower_bound(gpus.begin(), gpus.end(), entry.gpu) - gpus.begin()));
     }
@@ -81,17 +81,22 @@ void FleetHealth::apply(Tracked& tracked, const Transition& t, TimeNs now) {
   }
 }
 
+FleetHealth::Tracked* FleetHealth::find(const fleet::ReplicaState& replica) const {
+  const auto it = index_.find(&replica);
+  return it == index_.end() ? nullptr : tracked_[it->second].get();
+}
+
 bool FleetHealth::probeIsUrgent(const fleet::ReplicaState& replica) const {
-  auto it = tracked_.find(&replica);
-  if (it == tracked_.end()) return false;
-  const ReplicaHealth& health = it->second->health;
+  const Tracked* tracked = find(replica);
+  if (tracked == nullptr) return false;
+  const ReplicaHealth& health = tracked->health;
   return health.wantsConfirmingProbe() || health.state() != HealthState::kHealthy;
 }
 
 void FleetHealth::onProbe(const fleet::ReplicaState& replica, bool ok, TimeNs now) {
-  auto it = tracked_.find(&replica);
-  if (it == tracked_.end()) return;
-  apply(*it->second, it->second->health.onProbe(ok, now), now);
+  Tracked* tracked = find(replica);
+  if (tracked == nullptr) return;
+  apply(*tracked, tracked->health.onProbe(ok, now), now);
 }
 
 void FleetHealth::detectLoadOutliers(size_t m, TimeNs now) {
@@ -193,7 +198,7 @@ void FleetHealth::detectSlowReplicas(size_t m, TimeNs now) {
 void FleetHealth::tick(TimeNs now,
                        const std::function<void(const fleet::ReplicaState&)>& wants_probe) {
   if (!snapshot_) return;
-  for (auto& [key, tracked] : tracked_) {
+  for (const std::unique_ptr<Tracked>& tracked : tracked_) {
     const fleet::ReplicaCounters& c = tracked->replica->counters();
     // Fold the tokens timed since the last tick into the smoothed time per token.
     const int64_t ns = c.token_time_ns_total.load(std::memory_order_relaxed);

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/clock.h"
@@ -57,6 +58,7 @@ class FleetHealth {
     int64_t seen_timed_tokens = 0;
   };
   void apply(Tracked& tracked, const Transition& t, TimeNs now);
+  Tracked* find(const fleet::ReplicaState& replica) const;
   void detectLoadOutliers(size_t model, TimeNs now);
   void detectSlowReplicas(size_t model, TimeNs now);
 
@@ -69,7 +71,9 @@ class FleetHealth {
 
   HealthSettings settings_;
   std::shared_ptr<const fleet::FleetSnapshot> snapshot_;
-  std::map<const fleet::ReplicaState*, std::unique_ptr<Tracked>> tracked_;
+  // One record per replica, in fleet order (a tick walks them in a row), and where each is.
+  std::vector<std::unique_ptr<Tracked>> tracked_;
+  std::unordered_map<const fleet::ReplicaState*, size_t> index_;
   std::map<std::string, int64_t> transitions_;
   std::vector<ModelView> views_;
   // Scratch space reused by every tick.
