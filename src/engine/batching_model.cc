@@ -50,8 +50,40 @@ void BatchingModel::setSlowdown(double factor) {
   lookahead_at_ = -1;
 }
 
+BatchingModel::Seq& BatchingModel::newSeq() {
+  if (free_seqs_.empty()) return pool_.emplace_back();
+  Seq& seq = *free_seqs_.back();
+  free_seqs_.pop_back();
+  // A fresh Seq that keeps its vectors' capacity.
+  std::vector<uint64_t> hashes = std::move(seq.block_hashes);
+  std::vector<uint64_t> shared = std::move(seq.shared);
+  hashes.clear();
+  shared.clear();
+  seq = Seq{};
+  seq.block_hashes = std::move(hashes);
+  seq.shared = std::move(shared);
+  return seq;
+}
+
+BatchingModel::Seq* BatchingModel::findLive(RequestId id) const {
+  const auto has_id = [id](const Seq* seq) { return seq->id == id; };
+  if (auto it = std::find_if(running_.begin(), running_.end(), has_id); it != running_.end()) {
+    return *it;
+  }
+  if (auto it = std::find_if(waiting_.begin(), waiting_.end(), has_id); it != waiting_.end()) {
+    return *it;
+  }
+  const auto it = std::find_if(pending_.begin(), pending_.end(), has_id);
+  return it != pending_.end() ? *it : nullptr;
+}
+
+void BatchingModel::forget(Seq& seq) {
+  seq.lazy = false;  // its finish-heap entries, if any, are stale
+  free_seqs_.push_back(&seq);
+}
+
 void BatchingModel::submit(const ModelRequest& request, TimeNs now) {
-  Seq seq;
+  Seq& seq = newSeq();
   seq.id = request.id;
   // Defensive clamp of the documented precondition: a request that could never fit would wait
   // forever.
@@ -62,13 +94,11 @@ void BatchingModel::submit(const ModelRequest& request, TimeNs now) {
   seq.arrival = now;
   seq.ready = now + config_.request_overhead_ns;
   lookahead_at_ = -1;
-  auto [it, inserted] = seqs_.emplace(request.id, std::move(seq));
-  if (!inserted) return;  // duplicate id: the driver's bug; keep the first
   if (config_.request_overhead_ns > 0) {
-    pending_.push_back(&it->second);  // startStep() moves it on once it is ready
+    pending_.push_back(&seq);  // startStep() moves it on once it is ready
     return;
   }
-  waiting_.push_back(&it->second);
+  waiting_.push_back(&seq);
   if (!in_step_) startStep(now);
 }
 
@@ -97,10 +127,9 @@ TimeNs BatchingModel::nextEventTime() const {
 }
 
 void BatchingModel::cancel(RequestId id, TimeNs now) {
-  auto it = seqs_.find(id);
-  if (it == seqs_.end()) return;
+  Seq* seq = findLive(id);
+  if (seq == nullptr) return;
   lookahead_at_ = -1;
-  Seq* seq = &it->second;
   // A member of the decoding group is brought up to date first (the others stay in the group),
   // so the tokens computed for it count.
   if (seq->lazy) leave(*seq, group_in_step_);
@@ -115,7 +144,7 @@ void BatchingModel::cancel(RequestId id, TimeNs now) {
   waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), seq), waiting_.end());
   pending_.erase(std::remove(pending_.begin(), pending_.end(), seq), pending_.end());
   release(*seq);
-  seqs_.erase(it);
+  forget(*seq);
 }
 
 void BatchingModel::advance(TimeNs now, std::vector<TokenEvent>& events) {
@@ -415,7 +444,7 @@ void BatchingModel::join(Seq& seq) {
   ++group_size_;
   group_sum_ += seq.num_computed - seq.lazy_base;
   ++dueAt(dueSlot(seq));
-  finish_heap_.push_back({seq.lazy_base + (seq.max_tokens - seq.produced), seq.id, seq.lazy_tag});
+  finish_heap_.push_back({seq.lazy_base + (seq.max_tokens - seq.produced), &seq, seq.lazy_tag});
   std::push_heap(finish_heap_.begin(), finish_heap_.end(), std::greater<>());
   next_finish_at_ = finish_heap_.front().at;
 }
@@ -514,10 +543,10 @@ void BatchingModel::finishStep(std::vector<TokenEvent>& events) {
       finish_heap_.pop_back();
       next_finish_at_ =
           finish_heap_.empty() ? std::numeric_limits<int64_t>::max() : finish_heap_.front().at;
-      auto it = seqs_.find(entry.id);
-      if (it == seqs_.end() || !it->second.lazy || it->second.lazy_tag != entry.tag) continue;
-      leave(it->second, false);
-      finishing_.push_back(&it->second);
+      Seq& seq = *entry.seq;
+      if (!seq.lazy || seq.lazy_tag != entry.tag) continue;
+      leave(seq, false);
+      finishing_.push_back(&seq);
     }
     std::sort(finishing_.begin(), finishing_.end(),
               [](const Seq* a, const Seq* b) { return a->order < b->order; });
@@ -586,7 +615,7 @@ void BatchingModel::finishStep(std::vector<TokenEvent>& events) {
             running_.begin(), running_.end(),
             [this](Seq* s) { return std::binary_search(done_ptrs_.begin(), done_ptrs_.end(), s); }),
         running_.end());
-    for (Seq* seq : done_ptrs_) seqs_.erase(seq->id);  // their pointers are not used again
+    for (Seq* seq : done_ptrs_) forget(*seq);  // their pointers are not used again
   }
   step_.clear();
 }

@@ -60,7 +60,8 @@ namespace switchyard::engine {
 
 class BatchingModel final : public EngineModel {
  public:
-  // Throws std::invalid_argument on a config with non-positive figures (start-up only).
+  // Throws std::invalid_argument on a config with non-positive figures (start-up only). Request
+  // ids must be unique among the requests in the model (every driver numbers its own).
   explicit BatchingModel(PerfConfig config);
 
   void submit(const ModelRequest& request, TimeNs now) override;
@@ -149,6 +150,9 @@ class BatchingModel final : public EngineModel {
     const auto r = static_cast<size_t>(residue);
     return r < due_inline_.size() ? due_inline_[r] : block_due_[r];
   }
+  Seq& newSeq();          // from free_seqs_, else pool_
+  Seq* findLive(RequestId id) const;
+  void forget(Seq& seq);  // done or cancelled: its Seq goes back to free_seqs_
   bool allocate(Seq& seq, int new_tokens);
   bool takeBlocks(int64_t count);
   void release(Seq& seq);
@@ -170,7 +174,11 @@ class BatchingModel final : public EngineModel {
   int64_t group_sum_ = 0;  // Σ (num_computed − lazy_base) over the members
   int64_t next_finish_at_ = std::numeric_limits<int64_t>::max();  // the heap's top
   std::array<int32_t, 32> due_inline_{};     // block_due_ for block sizes up to 32
-  std::unordered_map<RequestId, Seq> seqs_;  // element addresses are stable
+  // Every request's Seq lives in pool_ (addresses stable) and is reused once it is done, so a
+  // request costs no allocation or lookup once warm and a finish-heap entry can point at its Seq.
+  // A live Seq is in exactly one of pending_, waiting_ and running_ (cancel() finds it there).
+  std::deque<Seq> pool_;
+  std::vector<Seq*> free_seqs_;
   std::deque<Seq*> pending_;  // submitted, not schedulable yet (request overhead); FIFO
   std::deque<Seq*> waiting_;
   std::vector<Seq*> running_;  // admission order
@@ -196,8 +204,8 @@ class BatchingModel final : public EngineModel {
   // The decoding group.
   struct FinishEntry {
     int64_t at = 0;  // group_steps_ at which the member has its last token
-    RequestId id = 0;
-    uint32_t tag = 0;
+    Seq* seq = nullptr;
+    uint32_t tag = 0;  // stale when it differs from the Seq's (left the group, or reused)
     bool operator>(const FinishEntry& o) const { return at > o.at; }
   };
   TimeNs group_last_end_ = -1;  // the end of the group's last step
