@@ -177,6 +177,9 @@ std::string formatSummary(const RunSet& set) {
       if (isRefusal(static_cast<Outcome>(k)) && all.outcomes[k] > 0) {
         refused_by_code += fmt::format(" {}={}", outcomeName(static_cast<Outcome>(k)),
                                        all.outcomes[k]);
+        if (static_cast<Outcome>(k) == Outcome::kQueueFull && run.queue_full_client > 0) {
+          refused_by_code += fmt::format(" (client's share full: {})", run.queue_full_client);
+        }
       }
     }
     if (!refused_by_code.empty() || run.gateway_queue_max > 0 || run.wasted_tokens > 0) {
@@ -250,10 +253,11 @@ std::string formatSummaryJson(const RunSet& set) {
                          all.outcomes[k]);
     }
     out += fmt::format(
-        "}},\n      \"gateway_queue_max\": {},\n      \"wasted_requests\": {},\n"
+        "}},\n      \"gateway_queue_max\": {},\n      \"queue_full_client\": {},\n"
+        "      \"wasted_requests\": {},\n"
         "      \"wasted_slot_seconds\": {},\n      \"wasted_tokens\": {},\n",
-        run.gateway_queue_max, run.wasted_requests, num(run.wasted_slot_seconds, 1),
-        run.wasted_tokens);
+        run.gateway_queue_max, run.queue_full_client, run.wasted_requests,
+        num(run.wasted_slot_seconds, 1), run.wasted_tokens);
     out += fmt::format("      \"goodput\": {},\n", num(all.goodput(), 4));
     out += fmt::format("      \"cost_usd\": {},\n      \"replica_hours\": {},\n",
                        run.cost_usd >= 0 ? num(run.cost_usd, 2) : "null",

@@ -73,6 +73,7 @@ uint32_t Simulator::newRequest(const Arrival& a, int client) {
   q.deadline = a.deadline > 0 ? now_ + a.deadline : 0;
   q.session = a.session;
   q.client = client;
+  q.identity = client >= 0 ? client : a.client;
   q.request_class = a.request_class;
   q.measured = now_ >= scenario_.warmup && now_ < end_;
   ++requests_total_;
@@ -426,6 +427,16 @@ void Simulator::enqueue(uint32_t slot) {
     finish(slot, Outcome::kQueueFull);
     return;
   }
+  // As RequestQueue::enter: no client may fill the queue (the same 429 queue_full).
+  if (q.identity >= 0) {
+    uint32_t& mine = g.queued_by_client[q.identity];
+    if (mine >= params.max_queued_per_client) {
+      if (q.measured) ++result_.queue_full_client;
+      finish(slot, Outcome::kQueueFull);
+      return;
+    }
+    ++mine;
+  }
   q.queued = true;
   q.enqueued_at = now_;
   q.sent = -1;  // a request that failed over into the queue holds no slot while it waits
@@ -441,7 +452,12 @@ void Simulator::enqueue(uint32_t slot) {
 void Simulator::leaveQueue(SimRequest& q) {
   if (!q.queued) return;
   q.queued = false;
-  --gateways_[q.gateway].queued;
+  SimGateway& g = gateways_[q.gateway];
+  --g.queued;
+  if (q.identity >= 0) {
+    const auto it = g.queued_by_client.find(q.identity);
+    if (it != g.queued_by_client.end() && --it->second == 0) g.queued_by_client.erase(it);
+  }
 }
 
 void Simulator::wakeQueue(SimGateway& g) {

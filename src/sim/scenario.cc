@@ -256,12 +256,16 @@ void parseWorkload(const YAML::Node& node, WorkloadSpec& w) {
                             }},
                            {"duration_s",
                             [&](const auto& x, const auto& f) { b.duration = seconds(x, f); }},
+                           {"client",
+                            [&](const auto& x, const auto& f) { b.client = integer(x, f, 0, 1e9); }},
                        });
             if (!count) throw ConfigError(where + ".count: required", lineOf(v[i]));
             w.bursts.push_back(b);
           }
         } else if (key == "sessions") {
           w.sessions = integer(v, full, 0, 1e9);
+        } else if (key == "clients") {
+          w.clients = integer(v, full, 0, 1e9);
         } else {
           return false;
         }

@@ -71,11 +71,13 @@ struct ArrivalSpec {
                            // [, session] (relative to the scenario file's folder)
 };
 
-// Extra arrivals: `count` requests spread evenly over [at, at + duration) (at once if 0).
+// Extra arrivals: `count` requests spread evenly over [at, at + duration) (at once if 0), from
+// client `client` (-1: drawn as the main process's are).
 struct Burst {
   TimeNs at = 0;
   int count = 0;
   TimeNs duration = 0;
+  int client = -1;
 };
 
 struct WorkloadSpec {
@@ -83,6 +85,10 @@ struct WorkloadSpec {
   std::vector<RequestClass> mix;  // at least one class
   std::vector<Burst> bursts;
   int sessions = 0;  // > 0: each request belongs to one of this many sessions (affinity)
+  // > 0: each open-loop request comes from one of this many clients, drawn uniformly (the
+  // gateway's per-client queue share, max_queued_per_client); 0: every request is a client of
+  // its own. Closed-loop client k and a burst's `client: k` are client k.
+  int clients = 0;
 };
 
 struct FleetGroup {

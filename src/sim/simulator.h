@@ -94,6 +94,7 @@ struct RunResult {
   // requests whose client gave up (or whose gateway died) before the answer: the seconds they
   // held a batch slot and the tokens computed for them (the emulator's aborted_* counters).
   int64_t gateway_queue_max = 0;
+  int64_t queue_full_client = 0;  // of the measured queue_full refusals: the client's share
   // Cost: replica-hours over the measurement window by GPU type (fleet order, as `groups`) and
   // their price (the scenario's `prices:`); -1 when a GPU type has no price.
   std::vector<double> replica_hours;

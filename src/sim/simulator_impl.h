@@ -95,6 +95,7 @@ struct SimRequest {
   int32_t prompt_tokens = 1;
   int32_t output_tokens = 1;
   int32_t client = -1;   // closed loop: the client that sent it
+  int32_t identity = -1;  // the client it counts against (max_queued_per_client); -1: its own
   uint32_t replica = 0;  // sim index of the replica of the current attempt
   uint32_t generation = 0;
   uint16_t gateway = 0;
@@ -139,6 +140,7 @@ struct SimGateway {
   // first; entries of requests that left it are skipped and dropped at the next re-check.
   std::deque<uint64_t> waiting;
   int64_t queued = 0;  // entries of `waiting` still queued
+  std::unordered_map<int32_t, uint32_t> queued_by_client;  // identity -> its requests queued
   bool recheck_pending = false;
   bool wake_pending = false;
 };

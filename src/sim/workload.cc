@@ -42,7 +42,8 @@ Workload::Workload(const WorkloadSpec& spec, double rate, TimeNs duration, uint6
       rate_(rate),
       duration_(duration),
       time_rng_(seed * 0x9E3779B97F4A7C15ull + 0x71),
-      shape_rng_(seed * 0xD1B54A32D192ED03ull + 0x5A) {
+      shape_rng_(seed * 0xD1B54A32D192ED03ull + 0x5A),
+      client_rng_(seed * 0xF1357AEA2E62A9C5ull + 0x3C) {
   for (const RequestClass& c : spec.mix) total_weight_ += std::max(0.0, c.weight);
   for (const auto& [t, m] : spec.arrivals.curve) max_multiplier_ = std::max(max_multiplier_, m);
   burst_emitted_.assign(spec.bursts.size(), 0);
@@ -179,6 +180,11 @@ bool Workload::next(Arrival& out) {
   if (main_next_ < 0 && burst_at < 0) return false;
   const bool from_burst = burst_at >= 0 && (main_next_ < 0 || burst_at < main_next_);
   out = shape(from_burst ? burst_at : main_next_);
+  if (from_burst && spec_.bursts[burst].client >= 0) {
+    out.client = spec_.bursts[burst].client;
+  } else if (spec_.clients > 0) {
+    out.client = static_cast<int32_t>(client_rng_.below(static_cast<uint32_t>(spec_.clients)));
+  }
   if (from_burst) {
     ++burst_emitted_[burst];
   } else {

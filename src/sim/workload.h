@@ -27,6 +27,7 @@ struct Arrival {
   int output_tokens = 1;
   TimeNs deadline = 0;   // relative to `at`; 0: none
   uint64_t session = 0;  // 0: none
+  int32_t client = -1;   // whose request it is (WorkloadSpec::clients); -1: a client of its own
   uint16_t request_class = 0;
 };
 
@@ -54,6 +55,7 @@ class Workload {
   TimeNs duration_;
   Rng time_rng_;
   Rng shape_rng_;
+  Rng client_rng_;  // its own stream: naming clients changes no arrival or shape
   double total_weight_ = 0;
   double max_multiplier_ = 1;
   TimeNs main_next_ = -1;  // the main process's next arrival (-1: not drawn yet)

@@ -86,6 +86,66 @@ workload:
   EXPECT_GT(r.wasted_tokens, 0);
 }
 
+// One A100 at 4 streams; 20 clients send 2 requests/s between them and, at 2 s, client 7 sends
+// 200 at once. `per_client` is the gateway's max_queued_per_client.
+Scenario hog(int per_client) {
+  return parseScenario(fmt::format(R"(seed: 5
+duration_s: 10
+warmup_s: 0
+drain_s: 120
+fleet: [{{gpu: A100, count: 1}}]
+strategies: [least-request]
+gateways:
+  limits: {{max_inflight_per_replica: 4}}
+  admission: {{queue: fifo, max_queued: 1000, max_queued_per_client: {}, max_wait_ms: 600000}}
+workload:
+  arrivals: {{poisson: {{rate: 2}}}}
+  clients: 20
+  bursts: [{{at_s: 2, count: 200, client: 7}}]
+  mix: [{{prompt_tokens: 50, output_tokens: 200}}]
+)",
+                                   per_client),
+                       "test.yaml");
+}
+
+TEST(SimAdmissionTest, NoClientFillsTheQueueAtTheExpenseOfTheOthers) {
+  const RunResult shared = run(hog(1000));
+  EXPECT_EQ(shared.queue_full_client, 0);
+  EXPECT_GT(shared.gateway_queue_max, 150);  // the burst waits, ahead of everyone else
+  EXPECT_EQ(outcome(shared, Outcome::kQueueFull), 0);
+
+  const RunResult capped = run(hog(10));
+  // The hog keeps 10 waiting (and 4 in flight); the rest of its burst is refused with the same
+  // 429 queue_full the gateway answers, and the other clients still queue and are served.
+  EXPECT_GE(capped.queue_full_client, 180);
+  EXPECT_EQ(outcome(capped, Outcome::kQueueFull), capped.queue_full_client);
+  EXPECT_LE(capped.gateway_queue_max, 10 + 20);
+  EXPECT_GT(capped.groups.back().ok(), capped.groups.back().requests - 200);
+}
+
+TEST(SimAdmissionTest, ClientsAreCheckedWhenTheScenarioIsRead) {
+  const std::string base =
+      "fleet: [{gpu: A100}]\nstrategies: [least-request]\nworkload:\n"
+      "  arrivals: {poisson: {rate: 1}}\n  mix: [{prompt_tokens: 10, output_tokens: 10}]\n";
+  const auto error = [&](const std::string& extra) {
+    try {
+      parseScenario(base + extra, "t.yaml");
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error("  clients: -1\n").find("workload.clients"), std::string::npos);
+  EXPECT_NE(error("  bursts: [{at_s: 1, count: 2, client: x}]\n").find("client"),
+            std::string::npos);
+  EXPECT_EQ(parseScenario(base + "  clients: 3\n", "t.yaml").workload.clients, 3);
+  EXPECT_EQ(
+      parseScenario(base + "  bursts: [{at_s: 1, count: 2, client: 4}]\n", "t.yaml")
+          .workload.bursts[0]
+          .client,
+      4);
+}
+
 TEST(SimAdmissionTest, DeadlineAdmissionRefusesWhatCannotFinishAndWastesLessThanFifo) {
   const RunResult fifo = run(surge("{queue: fifo, max_queued: 100000}", 8));
   const RunResult deadline = run(surge("{queue: deadline, max_queued: 100000}", 8));
