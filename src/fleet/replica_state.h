@@ -21,6 +21,10 @@ namespace switchyard::fleet {
 
 struct alignas(64) ReplicaCounters {
   std::atomic<int64_t> running{0};        // requests this gateway has in flight on the replica
+  // Of `running`: requests still waiting for shared state to lease them a slot (growSlots). The
+  // sync publishes running without them: one that is refused never reaches the replica, and the
+  // other gateways must not turn requests away for it meanwhile.
+  std::atomic<int64_t> awaiting_slot{0};
   std::atomic<int64_t> requests_total{0};  // requests routed to the replica
   std::atomic<int64_t> output_tokens_total{0};
   std::atomic<int64_t> input_tokens_total{0};

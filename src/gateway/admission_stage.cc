@@ -7,6 +7,29 @@
 #include "admission/inflight_admission.h"
 
 namespace switchyard::gateway {
+namespace {
+
+// A request counted in a replica's `running` that waits for shared state to lease it a slot
+// (ReplicaCounters::awaiting_slot), until the answer comes or the request is gone.
+class AwaitingSlot {
+ public:
+  explicit AwaitingSlot(fleet::ReplicaCounters& counters) : counters_(&counters) {
+    counters_->awaiting_slot.fetch_add(1, std::memory_order_relaxed);
+  }
+  AwaitingSlot(const AwaitingSlot&) = delete;
+  AwaitingSlot& operator=(const AwaitingSlot&) = delete;
+  ~AwaitingSlot() { end(); }
+  void end() {
+    if (counters_ == nullptr) return;
+    counters_->awaiting_slot.fetch_sub(1, std::memory_order_relaxed);
+    counters_ = nullptr;
+  }
+
+ private:
+  fleet::ReplicaCounters* counters_;
+};
+
+}  // namespace
 
 std::optional<Refusal> AdmissionStage::beforeRouting(const fleet::ModelEntry& model, TimeNs now) {
   // Model-wide rate limit: per-replica RPS x routable replicas, shared by all workers.
@@ -110,7 +133,9 @@ boost::asio::awaitable<ReplicaAdmission> AdmissionStage::onLeasedReplica(
   // one call.
   state::SlotRequest request{model.name, replica.name(), limit, 1 + lead, liveness_ttl_};
   if (key_budgets != nullptr) request.quota = &key_budgets->quota;
+  AwaitingSlot awaiting(replica.counters());
   const state::SlotGrant grant = co_await shared_.growSlots(request);
+  awaiting.end();
   notice_.note(grant.degraded);
   if (grant.degraded) {
     if (withinOwnShare(model, replica) == ReplicaAdmission::kAtLimit) {

@@ -4,6 +4,7 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <algorithm>
 
 namespace switchyard::gateway {
 
@@ -31,6 +32,13 @@ constexpr TimeNs kReconcileBusyEvery = 30 * kNsPerSec;
 // Every replica's counts are published now and then even when unchanged: that keeps their
 // token keys from expiring and repairs whatever a lost write left behind.
 constexpr TimeNs kFullPublishEvery = 60 * kNsPerSec;
+
+// What the other gateways are told this one has in flight on a replica: not the requests still
+// waiting for a slot lease (ReplicaCounters::awaiting_slot).
+int64_t publishedRunning(const fleet::ReplicaCounters& c) {
+  const int64_t awaiting = c.awaiting_slot.load(std::memory_order_relaxed);
+  return std::max<int64_t>(0, c.running.load(std::memory_order_relaxed) - awaiting);
+}
 
 }  // namespace
 
@@ -123,7 +131,8 @@ std::vector<state::ReplicaReport> GatewayStateSync::buildReports(
     for (const fleet::ReplicaEntry& entry : model.replicas) {
       const fleet::ReplicaCounters& c = entry.state->counters();
       Published now_values;
-      now_values.running = counted_on_path ? 0 : c.running.load(std::memory_order_relaxed);
+      const int64_t running = publishedRunning(c);
+      now_values.running = counted_on_path ? 0 : running;
       now_values.tokens = {c.output_tokens_total.load(std::memory_order_relaxed),
                            c.prefill_tokens_total.load(std::memory_order_relaxed),
                            c.prefill_ns_total.load(std::memory_order_relaxed),
@@ -150,7 +159,7 @@ std::vector<state::ReplicaReport> GatewayStateSync::buildReports(
       state::ReplicaReport r;
       r.model = model.name;
       r.replica = entry.state->name();
-      r.running = c.running.load(std::memory_order_relaxed);
+      r.running = running;
       r.publish_running = !counted_on_path;
       r.reconcile_running = reconcile;
       r.output_tokens = now_values.tokens[0];
