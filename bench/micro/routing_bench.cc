@@ -200,5 +200,13 @@ BENCHMARK(BM_RouteLeastRequestClockedCold)
     ->Arg(2)->Arg(8)->Arg(64)->UseManualTime()->Iterations(4000);
 BENCHMARK(BM_RouteSloPackLoad)->Arg(8)->Arg(64)->Arg(512)->Arg(4096);
 
+// Candidate sampling from caches the traffic between decisions has emptied: each of the 32
+// drawn replicas' states is a miss, fetched together or one after another.
+void BM_RouteLoadBalanceSample32ClockedCold(benchmark::State& state) {
+  routeBenchmark(state, "load-balance", 0, 32, 0, false, Timing::kClockAfterEviction);
+}
+BENCHMARK(BM_RouteLoadBalanceSample32ClockedCold)
+    ->Arg(512)->Arg(4096)->Arg(16384)->UseManualTime()->Iterations(4000);
+
 }  // namespace
 }  // namespace switchyard
