@@ -81,10 +81,23 @@ void Simulator::sync(SimGateway& g) {
     g.report[i].running = c.running.load(std::memory_order_relaxed);
     g.report[i].counters = fleet::CapacityCounters::of(c);
   }
+  if (leasesSlots() && now_ - g.slots_swept_at >= kNsPerSec) sweepSlots(g);
   shared_.publish(g.index, g.report, now_);
-  shared_.read(g.index, now_, sharedLimits(), views_[static_cast<size_t>(g.index)]);
+  // Request-by-request admissions count on the request path; with leased slots the counts are
+  // published like any other (GatewayStateSync::buildReports).
+  shared_.read(g.index, now_, sharedLimits() && !leasesSlots(),
+               views_[static_cast<size_t>(g.index)]);
   g.last_sync_success = now_;
   queue_.push(now_ + scenario_.gateways.sync_delay, kSyncApply, static_cast<uint32_t>(g.index));
+}
+
+void Simulator::sweepSlots(SimGateway& g) {
+  // As the gateway worker's one-second sweep: leases untouched since the previous one go back.
+  g.slots_swept_at = now_;
+  g.slots.sweep([&](std::string_view, std::string_view replica, int64_t held) {
+    const auto it = replica_by_name_.find(std::string(replica));
+    if (it != replica_by_name_.end()) shared_.changeSlots(g.index, it->second, -held);
+  });
 }
 
 void Simulator::applyView(SimGateway& g, SyncView& view) {

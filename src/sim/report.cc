@@ -146,7 +146,7 @@ std::string formatSummary(const RunSet& set) {
     const double sim_s = static_cast<double>(run.simulated) / 1e9;
     out += fmt::format(
         "  {:<26} {} events, {:.0f} simulated s{}; queue depth p99 {} max {}; health exclusions "
-        "{}{}{}{}{}\n",
+        "{}{}{}{}{}{}\n",
         run.strategy, run.events, sim_s,
         run.wall_seconds > 0 ? fmt::format(" in {:.1f} wall s ({:.1f}x real time)",
                                            run.wall_seconds, sim_s / run.wall_seconds)
@@ -167,6 +167,9 @@ std::string formatSummary(const RunSet& set) {
         set.timed_routing && run.routing_ns.count() > 0
             ? fmt::format("; routing {:.2f} us/decision (p99 {:.2f})", run.routing_ns.mean() / 1e3,
                           run.routing_ns.percentile(99) / 1e3)
+            : "",
+        run.shared_admission_calls > 0
+            ? fmt::format("; {} shared-state admission calls", run.shared_admission_calls)
             : "",
         run.shared_state_degraded > 0
             ? fmt::format("; {} shared-state calls degraded", run.shared_state_degraded)
@@ -254,9 +257,10 @@ std::string formatSummaryJson(const RunSet& set) {
     }
     out += fmt::format(
         "}},\n      \"gateway_queue_max\": {},\n      \"queue_full_client\": {},\n"
-        "      \"wasted_requests\": {},\n"
+        "      \"shared_admission_calls\": {},\n      \"wasted_requests\": {},\n"
         "      \"wasted_slot_seconds\": {},\n      \"wasted_tokens\": {},\n",
-        run.gateway_queue_max, run.queue_full_client, run.wasted_requests,
+        run.gateway_queue_max, run.queue_full_client, run.shared_admission_calls,
+        run.wasted_requests,
         num(run.wasted_slot_seconds, 1), run.wasted_tokens);
     out += fmt::format("      \"goodput\": {},\n", num(all.goodput(), 4));
     out += fmt::format("      \"cost_usd\": {},\n      \"replica_hours\": {},\n",

@@ -112,6 +112,95 @@ bool Simulator::sharedLimits() const {
          (limits.max_inflight_per_replica > 0 || limits.requests_per_second_per_replica > 0);
 }
 
+bool Simulator::leasesSlots() const {
+  const fleet::ModelLimits& limits = scenario_.gateways.limits;
+  // As gateway::leasesInflightSlots, with one worker per simulated gateway.
+  return distributed() && limits.max_inflight_per_replica > 0 &&
+         limits.requests_per_second_per_replica <= 0 &&
+         admission::InflightSlots::lead(limits.max_inflight_per_replica, 1, 1,
+                                        scenario_.gateways.inflight_slots_ahead) > 0;
+}
+
+int64_t Simulator::slotLead(const SimGateway& g) const {
+  return admission::InflightSlots::lead(
+      g.model->limits.max_inflight_per_replica,
+      g.model->runtime->live_gateways.load(std::memory_order_relaxed), 1,
+      scenario_.gateways.inflight_slots_ahead);
+}
+
+Simulator::SharedAdmission Simulator::admitShared(SimGateway& g, SimRequest& q, uint32_t replica,
+                                                  fleet::ReplicaState& state) {
+  const fleet::ModelEntry& model = *g.model;
+  const int64_t limit = model.limits.max_inflight_per_replica;
+  const double per_replica_rate = model.limits.requests_per_second_per_replica;
+  q.shared_admitted = false;
+  q.slot_leased = false;
+  auto own_share = [&] {  // shared state did not answer: this gateway's share alone
+    ++result_.shared_state_degraded;
+    if (!admission::withinShare(state, limit,
+                                model.runtime->live_gateways.load(std::memory_order_relaxed),
+                                model.runtime->gateway_rank.load(std::memory_order_relaxed))) {
+      admission::releaseLocally(state);
+      return SharedAdmission::kAtLimit;
+    }
+    if (per_replica_rate > 0 && model.runtime->rate.tryAcquire(now_) > 0) {
+      admission::releaseLocally(state);
+      return SharedAdmission::kRateLimited;
+    }
+    return SharedAdmission::kAdmitted;
+  };
+  if (leasesSlots()) {
+    // AdmissionStage::onLeasedReplica: a free leased slot, else one call that leases this
+    // request's slot and `lead` more ahead.
+    const std::string& name = replicas_[replica].name;
+    if (g.slots.take(model.name, name)) {
+      q.slot_leased = true;
+      return SharedAdmission::kAdmitted;
+    }
+    ++result_.shared_admission_calls;
+    const int64_t granted = shared_.growSlots(g.index, replica, limit, 1 + slotLead(g), now_);
+    if (granted < 0) return own_share();
+    if (granted == 0) {
+      admission::releaseLocally(state);
+      return SharedAdmission::kAtLimit;
+    }
+    g.slots.granted(model.name, name, granted, shared_.leased(g.index, replica));
+    q.slot_leased = true;
+    return SharedAdmission::kAdmitted;
+  }
+  const double model_rate =
+      per_replica_rate *
+      std::max(1, model.runtime->routable_replicas.load(std::memory_order_relaxed));
+  TimeNs retry_after = 0;
+  ++result_.shared_admission_calls;
+  switch (shared_.admit(g.index, replica, limit, model_rate, std::max(1.0, model_rate), now_,
+                        &retry_after)) {
+    case SharedVerdict::kAdmitted:
+      q.shared_admitted = true;
+      return SharedAdmission::kAdmitted;
+    case SharedVerdict::kInflightLimit:
+      admission::releaseLocally(state);
+      return SharedAdmission::kAtLimit;
+    case SharedVerdict::kRateLimited:
+      admission::releaseLocally(state);
+      return SharedAdmission::kRateLimited;
+    case SharedVerdict::kDegraded:
+      break;
+  }
+  return own_share();
+}
+
+void Simulator::releaseShared(SimGateway& g, SimRequest& q) {
+  if (q.shared_admitted) shared_.release(g.index, q.replica);
+  if (q.slot_leased) {
+    // The slot goes back to the lease; past twice the lead, slots go back to shared state.
+    const int64_t back = g.slots.put(g.model->name, replicas_[q.replica].name, slotLead(g));
+    if (back > 0 && !shared_.down()) shared_.changeSlots(g.index, q.replica, -back);
+  }
+  q.shared_admitted = false;
+  q.slot_leased = false;
+}
+
 void Simulator::route(uint32_t slot) {
   SimRequest& q = requests_[slot];
   SimGateway& g = gateways_[q.gateway];
@@ -171,42 +260,16 @@ void Simulator::route(uint32_t slot) {
     }
 
     // Check-and-admit (admission/inflight_admission.h, as the gateway's admission stage): the
-    // local count with the other gateways' as last read, then, with shared limits, exactly in
-    // the shared state; when that does not answer, this gateway's share of the limit.
+    // local count with the other gateways' as last read, then, with shared limits, in the
+    // shared state, through leased slots or request by request.
     bool lost_race = !admission::admitLocally(state, limit);
-    q.shared_admitted = false;
     if (!lost_race && shared_limits) {
-      const double model_rate =
-          per_replica_rate *
-          std::max(1, model.runtime->routable_replicas.load(std::memory_order_relaxed));
-      TimeNs retry_after = 0;
-      switch (shared_.admit(g.index, replica, limit, model_rate, std::max(1.0, model_rate), now_,
-                            &retry_after)) {
-        case SharedVerdict::kAdmitted:
-          q.shared_admitted = true;
-          break;
-        case SharedVerdict::kInflightLimit:
-          admission::releaseLocally(state);
-          lost_race = true;
-          break;
-        case SharedVerdict::kRateLimited:
-          admission::releaseLocally(state);
-          finish(slot, Outcome::kRateLimited);
-          return;
-        case SharedVerdict::kDegraded:
-          ++result_.shared_state_degraded;
-          if (!admission::withinShare(
-                  state, limit, model.runtime->live_gateways.load(std::memory_order_relaxed),
-                  model.runtime->gateway_rank.load(std::memory_order_relaxed))) {
-            admission::releaseLocally(state);
-            lost_race = true;
-          } else if (per_replica_rate > 0 && model.runtime->rate.tryAcquire(now_) > 0) {
-            admission::releaseLocally(state);
-            finish(slot, Outcome::kRateLimited);
-            return;
-          }
-          break;
+      const SharedAdmission admitted = admitShared(g, q, replica, state);
+      if (admitted == SharedAdmission::kRateLimited) {
+        finish(slot, Outcome::kRateLimited);
+        return;
       }
+      lost_race = admitted == SharedAdmission::kAtLimit;
     }
     if (lost_race) {
       if (++admission_races > kMaxAdmissionRaces || !addTried(q, decision.chosen)) {
@@ -336,7 +399,7 @@ void Simulator::gatewayComplete(uint64_t id) {
   fleet::accountCompletion(state.counters(), response);
   admission::releaseLocally(state);
   state.recordSuccess();
-  if (q.shared_admitted) shared_.release(g.index, q.replica);
+  releaseShared(g, q);
   finish(slot, Outcome::kOk);
   wakeQueue(g);
 }
@@ -348,10 +411,7 @@ void Simulator::attemptFailed(uint32_t slot, bool before_first_byte) {
   state.counters().upstream_errors_total.fetch_add(1, std::memory_order_relaxed);
   state.recordFailure();
   admission::releaseLocally(state);
-  if (q.shared_admitted) {
-    shared_.release(g.index, q.replica);
-    q.shared_admitted = false;
-  }
+  releaseShared(g, q);
   wakeQueue(g);
   // Nothing reached the client yet: another replica, if the retry budget allows. The failed
   // replica goes before any race losers, which a queue turn forgets.
@@ -374,7 +434,7 @@ void Simulator::onDeadline(uint64_t id) {
   if (q.sent >= 0 && g.alive) {
     fleet::ReplicaState& state = *g.states[q.replica];
     admission::releaseLocally(state);
-    if (q.shared_admitted) shared_.release(g.index, q.replica);
+    releaseShared(g, q);
   }
   cancelAtEngine(slot);
   const bool held_slot = q.sent >= 0;

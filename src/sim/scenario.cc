@@ -359,6 +359,8 @@ void parseGateways(const YAML::Node& node, GatewaySpec& g) {
                  g.liveness_ttl = milliseconds(v, full, 1, 3.6e6);
                } else if (key == "scrape_interval_ms") {
                  g.scrape_interval = milliseconds(v, full, 1, 3.6e6);
+               } else if (key == "inflight_slots_ahead") {
+                 g.inflight_slots_ahead = integer(v, full, 0, 1 << 20);
                } else if (key == "network_latency_ms") {
                  g.network_latency = milliseconds(v, full, 0, 60000);
                } else if (key == "session_affinity") {

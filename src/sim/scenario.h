@@ -111,6 +111,9 @@ struct GatewaySpec {
   TimeNs liveness_ttl = 2 * kNsPerSec;
   TimeNs scrape_interval = 100 * kNsPerMs;
   TimeNs network_latency = 0;  // gateway <-> engine, one way
+  // Shared in-flight limits are leased in slots this far ahead, as the gateway's
+  // shared_state.inflight_slots_ahead (one worker per simulated gateway); 0: request by request.
+  int64_t inflight_slots_ahead = 16;
   // The model's routing knobs and protection, as under a gateway config's `routing:` and a
   // model's `limits:` (docs/configuration.md).
   fleet::LoadBalanceParams load_balance;

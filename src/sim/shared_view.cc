@@ -6,6 +6,7 @@ namespace switchyard::sim {
 
 void SharedView::resize(size_t replicas) {
   for (auto& a : admitted_) a.resize(replicas, 0);
+  for (auto& h : held_) h.resize(replicas, 0);
 }
 
 void SharedView::publish(int g, const std::vector<ReplicaReport>& report, TimeNs now) {
@@ -52,11 +53,7 @@ SharedVerdict SharedView::admit(int g, uint32_t replica, int64_t limit, double r
                                 TimeNs now, TimeNs* retry_after) {
   if (down_) return SharedVerdict::kDegraded;
   if (limit > 0) {
-    int64_t inflight = 0;
-    for (size_t other = 0; other < admitted_.size(); ++other) {
-      if (static_cast<int>(other) == g || live(other, now)) inflight += admitted_[other][replica];
-    }
-    if (inflight >= limit) return SharedVerdict::kInflightLimit;
+    if (inflightCounted(g, replica, now) >= limit) return SharedVerdict::kInflightLimit;
   }
   if (rate > 0) {
     if (rate != rate_configured_) {
@@ -77,8 +74,31 @@ void SharedView::release(int g, uint32_t replica) {
   if (count > 0) --count;
 }
 
+int64_t SharedView::inflightCounted(int g, uint32_t replica, TimeNs now) const {
+  int64_t inflight = 0;
+  for (size_t other = 0; other < admitted_.size(); ++other) {
+    if (static_cast<int>(other) == g || live(other, now)) {
+      inflight += admitted_[other][replica] + held_[other][replica];
+    }
+  }
+  return inflight;
+}
+
+int64_t SharedView::growSlots(int g, uint32_t replica, int64_t limit, int64_t want, TimeNs now) {
+  if (down_) return -1;
+  const int64_t granted = std::clamp<int64_t>(limit - inflightCounted(g, replica, now), 0, want);
+  held_[static_cast<size_t>(g)][replica] += static_cast<int32_t>(granted);
+  return granted;
+}
+
+void SharedView::changeSlots(int g, uint32_t replica, int64_t delta) {
+  int32_t& held = held_[static_cast<size_t>(g)][replica];
+  held = static_cast<int32_t>(std::max<int64_t>(0, held + delta));
+}
+
 void SharedView::forget(int g) {
   std::fill(admitted_[static_cast<size_t>(g)].begin(), admitted_[static_cast<size_t>(g)].end(), 0);
+  std::fill(held_[static_cast<size_t>(g)].begin(), held_[static_cast<size_t>(g)].end(), 0);
 }
 
 int SharedView::pinned(uint64_t session) const {

@@ -93,6 +93,7 @@ void Simulator::addReplica(size_t group, TimeNs now, bool starting) {
     if (catalog_.findGpu(gpu_types_[t])->name == canonical) r.gpu_type = static_cast<uint16_t>(t);
   }
   r.name = fmt::format("{}-{}:8000", gpu_types_[r.gpu_type], r.index);
+  replica_by_name_.emplace(r.name, r.index);
   engine::ProfileCatalog tuned = catalog_;
   tuned.tuning = fg.tuning;
   r.perf = engine::makePerfConfig(tuned, fg.gpu, scenario_.model, fg.tp);

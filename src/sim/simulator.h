@@ -90,6 +90,7 @@ struct RunResult {
   double wall_seconds = 0;  // set by the caller that timed the run (0: not timed)
   int64_t health_exclusions = 0;
   int64_t shared_state_degraded = 0;  // admission or sync calls answered degraded
+  int64_t shared_admission_calls = 0;  // request-path calls to shared state (admit, lease)
   // The admission queue: the most requests any gateway held at once; engine work spent on
   // requests whose client gave up (or whose gateway died) before the answer: the seconds they
   // held a batch slot and the tokens computed for them (the emulator's aborted_* counters).

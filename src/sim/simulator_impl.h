@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "admission/inflight_slots.h"
 #include "admission/retry_budget.h"
 #include "core/rng.h"
 #include "engine/batching_model.h"
@@ -106,7 +107,8 @@ struct SimRequest {
   bool measured = false;
   bool at_engine = false;  // submitted to the engine and not finished there
   bool may_retry = false;  // of the current attempt
-  bool shared_admitted = false;
+  bool shared_admitted = false;  // counted in shared state request by request
+  bool slot_leased = false;      // holds a slot of its gateway's lease
   bool queued = false;          // waiting in its gateway's admission queue
   TimeNs enqueued_at = -1;      // when it entered the queue
   TimeNs admit_deadline = -1;   // admission's deadline (admission::deadlineAt); -1: none
@@ -131,6 +133,8 @@ struct SimGateway {
   std::unique_ptr<fleet::CapacityTracker> capacity;
   std::unique_ptr<health::FleetHealth> health;
   std::unique_ptr<admission::RetryBudget> retry_budget;
+  admission::InflightSlots slots;  // leased in-flight slots (one worker)
+  TimeNs slots_swept_at = 0;
   // Shared state: the last view read, and when a sync last succeeded.
   TimeNs last_sync_success = 0;
   bool have_global = false;
@@ -167,6 +171,15 @@ class Simulator {
   uint32_t newRequest(const Arrival& a, int client);
   void onArrival(uint32_t slot);
   void route(uint32_t slot);
+  // Shared limits on the chosen replica, as the gateway's admission stage: leased slots or a
+  // request-by-request admission, this gateway's share while shared state is down.
+  enum class SharedAdmission : uint8_t { kAdmitted, kAtLimit, kRateLimited };
+  SharedAdmission admitShared(SimGateway& g, SimRequest& q, uint32_t replica,
+                              fleet::ReplicaState& state);
+  void releaseShared(SimGateway& g, SimRequest& q);
+  bool leasesSlots() const;
+  int64_t slotLead(const SimGateway& g) const;
+  void sweepSlots(SimGateway& g);
   void deliver(uint64_t id);
   void noteRouted(const SimReplica& r);
   void onEngineStep(SimReplica& r);
@@ -225,6 +238,7 @@ class Simulator {
   routing::StrategySpec spec_;
   engine::ProfileCatalog catalog_;
   std::vector<std::string> gpu_types_;  // statistics groups, fleet order
+  std::unordered_map<std::string, uint32_t> replica_by_name_;  // SimReplica::name -> index
   EventQueue queue_;
   TimeNs now_ = 0;
   TimeNs end_ = 0;  // the arrivals' end
