@@ -122,17 +122,18 @@ bool Workload::nextTraceLine(Arrival& out) {
     ++trace_line_;
     if (line.empty() || line == "\r" || line[0] == '#') continue;
     const auto f = fields(line);
-    double v[5] = {0, 0, 0, 0, 0};
+    double v[6] = {0, 0, 0, 0, 0, -1};
     const auto error = [&](const std::string& what) {
       return ConfigError(fmt::format("{}:{}: {}", spec_.arrivals.trace_path, trace_line_, what),
                          trace_line_);
     };
-    if (f.size() < 3 || f.size() > 5) {
+    if (f.size() < 3 || f.size() > 6) {
       if (!trace_data_ && f.size() >= 3 && !toDouble(f[0], v[0])) {  // a header
         trace_data_ = true;
         continue;
       }
-      throw error("expected arrival_s,prompt_tokens,output_tokens[,deadline_s][,session]");
+      throw error(
+          "expected arrival_s,prompt_tokens,output_tokens[,deadline_s][,session][,client]");
     }
     for (size_t i = 0; i < f.size(); ++i) {
       if (!toDouble(f[i], v[i])) {
@@ -146,6 +147,9 @@ bool Workload::nextTraceLine(Arrival& out) {
       throw error("token counts must be between 1 and 1048576");
     }
     if (v[3] < 0) throw error("deadline_s must be >= 0");
+    if (v[5] < -1 || v[5] > (1 << 30) || v[5] != std::floor(v[5])) {
+      throw error("client must be a whole number from -1 (its own) to 1073741824");
+    }
     out.at = static_cast<TimeNs>(std::llround(v[0] * kNsPerSec));
     if (out.at < trace_last_) throw error("arrival times must not decrease");
     trace_last_ = out.at;
@@ -153,6 +157,7 @@ bool Workload::nextTraceLine(Arrival& out) {
     out.output_tokens = static_cast<int>(v[2]);
     out.deadline = static_cast<TimeNs>(std::llround(v[3] * kNsPerSec));
     out.session = static_cast<uint64_t>(std::max(0.0, v[4]));
+    out.client = static_cast<int32_t>(v[5]);
     out.request_class = 0;
     return out.at < duration_;
   next_line:

@@ -5,8 +5,9 @@
 //
 // Open loop: a Poisson process at `rate`, or a diurnal curve (a Poisson process whose rate follows
 // the curve, by thinning), plus bursts, merged in time order; or a trace file (CSV:
-// arrival_s,prompt_tokens,output_tokens[,deadline_s][,session], a header line allowed, times
-// non-decreasing), read line by line. Closed loop: the simulator asks for a shape whenever a
+// arrival_s,prompt_tokens,output_tokens[,deadline_s][,session][,client], a header line allowed,
+// times non-decreasing; client -1 or absent: the request is a client of its own), read line by
+// line. Closed loop: the simulator asks for a shape whenever a
 // client sends. Not thread-safe.
 #pragma once
 

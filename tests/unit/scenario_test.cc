@@ -259,9 +259,11 @@ TEST(ScenarioTest, TraceFilesAreReadLazilyAndTheirErrorsNameTheirLines) {
   const auto dir = std::filesystem::temp_directory_path() / "switchyard-scenario-test";
   std::filesystem::create_directories(dir);
   {
-    std::ofstream(dir / "good.csv") << "arrival_s,prompt_tokens,output_tokens,deadline_s,session\n"
-                                       "0.5,100,20\n1.0,50,5,2.5,7\n# a comment\n3.0,10,1\n";
+    std::ofstream(dir / "good.csv")
+        << "arrival_s,prompt_tokens,output_tokens,deadline_s,session,client\n"
+           "0.5,100,20\n1.0,50,5,2.5,7\n1.5,60,6,0,0,42\n# a comment\n3.0,10,1\n";
     std::ofstream(dir / "bad.csv") << "0.5,100,20\n0.4,1,1\n";
+    std::ofstream(dir / "bad-client.csv") << "0.5,100,20,0,0,1.5\n";
     std::ofstream(dir / "s.yaml") << "fleet: [{gpu: A100}]\nstrategies: [random]\n"
                                      "duration_s: 2\nworkload: {arrivals: {trace: good.csv}}\n";
   }
@@ -275,20 +277,29 @@ TEST(ScenarioTest, TraceFilesAreReadLazilyAndTheirErrorsNameTheirLines) {
   ASSERT_TRUE(w.next(a));
   EXPECT_EQ(a.deadline, 2500 * kNsPerMs);
   EXPECT_EQ(a.session, 7u);
+  EXPECT_EQ(a.client, -1);  // no client column: a client of its own
+  ASSERT_TRUE(w.next(a));
+  EXPECT_EQ(a.client, 42);
   EXPECT_FALSE(w.next(a));  // 3.0 s is past the 2 s duration
 
-  WorkloadSpec bad = s.workload;
-  bad.arrivals.trace_path = (dir / "bad.csv").string();
-  Workload b(bad, 0, 10 * kNsPerSec, 1);
-  ASSERT_TRUE(b.next(a));
-  try {
-    b.next(a);
-    FAIL() << "a decreasing arrival time must be an error";
-  } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("bad.csv:2: arrival times must not decrease"),
-              std::string::npos)
-        << e.what();
-  }
+  // The error the trace `file` raises once `good_lines` lines have been read.
+  const auto traceError = [&](const std::string& file, int good_lines) {
+    WorkloadSpec bad = s.workload;
+    bad.arrivals.trace_path = (dir / file).string();
+    Workload b(bad, 0, 10 * kNsPerSec, 1);
+    Arrival read;
+    for (int i = 0; i < good_lines; ++i) EXPECT_TRUE(b.next(read));
+    try {
+      b.next(read);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(traceError("bad.csv", 1).find("bad.csv:2: arrival times must not decrease"),
+            std::string::npos);
+  EXPECT_NE(traceError("bad-client.csv", 0).find("bad-client.csv:1: client must be a whole number"),
+            std::string::npos);
   std::filesystem::remove_all(dir);
 }
 
