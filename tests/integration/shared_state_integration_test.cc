@@ -138,7 +138,8 @@ TEST_F(SharedStateTest, InflightLimitHoldsGloballyUnderABurstSpreadAcrossGateway
 // Leased slots (48 per replica over 3 gateways of 2 workers: one slot leased ahead per worker):
 // a burst past the limit is held to it across gateways. Less than the limit may be admitted at
 // the peak: slots leased ahead by one worker are not free for the others (at most twice the lead
-// per worker, 12 here). The bound checked is the limit; half of it must be used.
+// per worker, 12 here), and each gateway sees the others' counts a sync interval late. The bound
+// checked is the limit; half of it must be used.
 TEST_F(SharedStateTest, LeasedSlotsHoldTheLimitAcrossGateways) {
   startEngines(1);
   startGateways(3, "    limits: { max_inflight_per_replica: 48 }\n");
