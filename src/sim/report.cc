@@ -260,8 +260,7 @@ std::string formatSummaryJson(const RunSet& set) {
         "      \"shared_admission_calls\": {},\n      \"wasted_requests\": {},\n"
         "      \"wasted_slot_seconds\": {},\n      \"wasted_tokens\": {},\n",
         run.gateway_queue_max, run.queue_full_client, run.shared_admission_calls,
-        run.wasted_requests,
-        num(run.wasted_slot_seconds, 1), run.wasted_tokens);
+        run.wasted_requests, num(run.wasted_slot_seconds, 1), run.wasted_tokens);
     out += fmt::format("      \"goodput\": {},\n", num(all.goodput(), 4));
     out += fmt::format("      \"cost_usd\": {},\n      \"replica_hours\": {},\n",
                        run.cost_usd >= 0 ? num(run.cost_usd, 2) : "null",

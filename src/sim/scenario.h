@@ -68,7 +68,7 @@ struct ArrivalSpec {
   int clients = 0;         // closed loop: clients that each send their next request when one ends
   TimeNs ramp = 0;         // closed loop: client k starts at k * ramp / clients
   std::string trace_path;  // trace: CSV of arrival_s, prompt_tokens, output_tokens[, deadline_s]
-                           // [, session] (relative to the scenario file's folder)
+                           // [, session][, client] (relative to the scenario file's folder)
 };
 
 // Extra arrivals: `count` requests spread evenly over [at, at + duration) (at once if 0), from

@@ -1,9 +1,9 @@
 // SharedView: the simulator's stand-in for the shared state several gateways keep in Redis
 // (state/shared_state.h): each gateway's heartbeat and per-replica counts as of its last sync,
 // in-flight admissions made atomically against a per-replica limit or leased ahead in slots, the
-// model-wide rate limit
-// across gateways, and session pins. While an outage lasts every call is degraded, as a Redis
-// that does not answer within its deadline is. Pure; time comes in. Not thread-safe.
+// model-wide rate limit across gateways, and session pins. While an outage lasts every call is
+// degraded, as a Redis that does not answer within its deadline is. Pure; time comes in. Not
+// thread-safe.
 #pragma once
 
 #include <cstdint>

@@ -7,8 +7,7 @@
 // the curve, by thinning), plus bursts, merged in time order; or a trace file (CSV:
 // arrival_s,prompt_tokens,output_tokens[,deadline_s][,session][,client], a header line allowed,
 // times non-decreasing; client -1 or absent: the request is a client of its own), read line by
-// line. Closed loop: the simulator asks for a shape whenever a
-// client sends. Not thread-safe.
+// line. Closed loop: the simulator asks for a shape whenever a client sends. Not thread-safe.
 #pragma once
 
 #include <cstdint>
