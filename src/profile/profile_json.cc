@@ -79,10 +79,10 @@ bool parseStepJson(dom::element element, Step& step, std::string* error) {
       ok = json::number(value, step.mean_concurrency);
     else if (key == "requests") {
       ok = json::number(value, v) && v >= 0 && v < 1e9;
-      step.requests = static_cast<int>(v);
+      if (ok) step.requests = static_cast<int>(v);  // converted only once known to fit
     } else if (key == "failed") {
       ok = json::number(value, v) && v >= 0 && v < 1e9;
-      step.failed = static_cast<int>(v);
+      if (ok) step.failed = static_cast<int>(v);
     }
     if (!ok) {
       if (error) *error = fmt::format("step field '{}' is malformed", std::string_view(key));
