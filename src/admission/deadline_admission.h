@@ -34,12 +34,16 @@ inline bool deadlineAware(const fleet::AdmissionParams& params, TimeNs deadline_
 }
 
 // The request's execution on `replica` if it started now: it joins the replica's streams (every
-// gateway's, as last known) as one more.
+// gateway's, as last known) as one more, and its prefill waits for the prompts this gateway sent
+// there that have not produced a first token yet (the engine prefills admitted requests first).
 inline ExecutionEstimate executionIfStartedNow(const fleet::ReplicaState& replica,
                                                const fleet::ModelEntry& model, double prompt_tokens,
                                                double output_tokens) {
-  return estimateExecution(replica.capacity(), model.runtime->learnedMeans(), prompt_tokens,
-                           output_tokens, static_cast<double>(replica.globalRunning() + 1));
+  const double pending = static_cast<double>(std::max<int64_t>(
+      0, replica.counters().prefill_pending_tokens.load(std::memory_order_relaxed)));
+  return estimateExecution(replica.capacity(), model.runtime->learnedMeans(),
+                           std::max(0.0, prompt_tokens) + pending, output_tokens,
+                           static_cast<double>(replica.globalRunning() + 1));
 }
 
 // Whether a request whose execution is predicted to take `predicted` (-1 unknown: never refused

@@ -25,6 +25,11 @@ struct alignas(64) ReplicaCounters {
   // sync publishes running without them: one that is refused never reaches the replica, and the
   // other gateways must not turn requests away for it meanwhile.
   std::atomic<int64_t> awaiting_slot{0};
+  // Prompt tokens of this gateway's streamed requests on the replica that have not yet produced
+  // their first byte: prefill queued or running there, which stalls every stream decoding beside
+  // it (SLO routing adds that stall to its TPOT prediction). Added when the request is sent,
+  // taken back at its first body byte or when the attempt ends without one.
+  std::atomic<int64_t> prefill_pending_tokens{0};
   std::atomic<int64_t> requests_total{0};  // requests routed to the replica
   std::atomic<int64_t> output_tokens_total{0};
   std::atomic<int64_t> input_tokens_total{0};

@@ -122,11 +122,12 @@ std::string renderFleetJson(const fleet::FleetSnapshot& snapshot, TimeNs now,
         out.append("},");
       }
       fmt::format_to(std::back_inserter(out),
-                     R"("running":{},"global_running":{},"requests_total":{},)"
-                     R"("output_tokens_total":{},)"
+                     R"("running":{},"global_running":{},"prefill_pending_tokens":{},)"
+                     R"("requests_total":{},"output_tokens_total":{},)"
                      R"("input_tokens_total":{},"upstream_errors_total":{},)"
                      R"("consecutive_failures":{},"signals":{{)",
-                     c.running.load(), replica.state->globalRunning(), c.requests_total.load(),
+                     c.running.load(), replica.state->globalRunning(),
+                     c.prefill_pending_tokens.load(), c.requests_total.load(),
                      c.output_tokens_total.load(),
                      c.input_tokens_total.load(), c.upstream_errors_total.load(),
                      c.consecutive_failures.load());

@@ -130,6 +130,19 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
     fleet::ReplicaCounters& c;
     ~RunningGuard() { c.running.fetch_sub(1, std::memory_order_relaxed); }
   } running_guard{counters};
+  // The prompt's prefill is pending on the replica until its first body byte (or the end).
+  struct PrefillGuard {
+    fleet::ReplicaCounters& c;
+    int64_t tokens;
+    void release() {
+      if (tokens != 0) c.prefill_pending_tokens.fetch_sub(tokens, std::memory_order_relaxed);
+      tokens = 0;
+    }
+    ~PrefillGuard() { release(); }
+  } prefill_guard{counters, std::max<int64_t>(0, target.prefill_tokens)};
+  if (prefill_guard.tokens != 0) {
+    counters.prefill_pending_tokens.fetch_add(prefill_guard.tokens, std::memory_order_relaxed);
+  }
 
   // The upstream request head: the client's end-to-end headers, our framing.
   std::string& head = conn.head;
@@ -289,7 +302,10 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
     const bool done = parser->is_done();
     if (got == 0 && !done) continue;
     if (got > 0) {
-      if (first_byte_at < 0) first_byte_at = now();
+      if (first_byte_at < 0) {
+        first_byte_at = now();
+        prefill_guard.release();
+      }
       scanner.feed(std::string_view(conn.piece.get(), got));
       if (capture_job_id && conn.job_id.empty() && conn.job_id_scanned < kJobIdScanBytes) {
         conn.job_id_scanned += got;

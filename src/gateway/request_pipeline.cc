@@ -163,6 +163,7 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn, Request& req, 
 
   plan.prompt_estimate =
       static_cast<int64_t>(info.prompt_bytes / api::RequestInspector::kBytesPerPromptToken);
+  plan.streamed = info.stream;
   // max_tokens is the output length admission plans with: a request that stops early finishes
   // sooner than planned, so deadline refusals err on the cautious side.
   plan.output_estimate =
@@ -372,7 +373,8 @@ asio::awaitable<AttemptOutcome> Worker::Impl::attempt(ClientConnection& conn, Re
         co_await forward(conn, req, replica, model,
                          {plan.spec.text, plan.request_id, plan.generated_id,
                           plan.prompt_estimate, plan.keep_alive, may_retry,
-                          ForwardMode::kNormal, plan.work_units});
+                          ForwardMode::kNormal, plan.work_units,
+                          plan.streamed ? plan.prompt_estimate : 0});
     queue.slotFreed(model);  // this request's slot (whatever the result) may serve a waiter
     if (!conn.job_id.empty()) {
       shared->recordJob(conn.job_id, model.name, replica->name(), config.async_jobs.ttl);

@@ -124,6 +124,9 @@ struct ForwardTarget {
   bool may_retry = false;       // a failure before any byte reached the client fails over
   ForwardMode mode = ForwardMode::kNormal;
   int64_t work_units = 1;       // tokenless work's capacity units (api::workUnits); 0 none
+  // Prompt tokens counted in the replica's prefill_pending_tokens until the first body byte:
+  // the estimate for a streamed request, 0 otherwise (a whole answer's first byte is its end).
+  int64_t prefill_tokens = 0;
 };
 
 class QueueSeat;
@@ -138,6 +141,7 @@ struct ProxyPlan {
   JobPath job;
   std::string_view session;          // the session header's value ("" none)
   int64_t prompt_estimate = 0;       // prompt tokens estimated from the body
+  bool streamed = false;             // the body asks for a stream (`"stream": true`)
   double output_estimate = 0;        // max_tokens, else what the model's requests produce
   int64_t work_units = 1;            // api::workUnits of the body; 0: not a speed signal
   TimeNs arrived = 0;

@@ -292,6 +292,9 @@ void Simulator::route(uint32_t slot) {
     q.sent = now_;
     q.first_token = -1;
     q.streams_at_start = state.globalRunning();  // this request included
+    // Streamed, as the load generator's: its prefill is pending until the first token.
+    counters.prefill_pending_tokens.fetch_add(q.prompt_tokens, std::memory_order_relaxed);
+    q.prefill_pending = true;
     SimReplica& r = replicas_[replica];
     if (!r.alive) {
       attemptFailed(slot, true);  // connection refused: nothing was sent; failover may follow
@@ -345,7 +348,10 @@ void Simulator::onEngineStep(SimReplica& r) {
   for (const engine::TokenEvent& e : token_events_) {
     const std::optional<uint32_t> slot = liveSlot(e.id);
     if (!slot) continue;
-    if (e.previous_token < 0) requests_[*slot].first_token = e.time;
+    if (e.previous_token < 0) {
+      requests_[*slot].first_token = e.time;
+      prefillDone(requests_[*slot]);
+    }
     if (e.finished) onEngineFinished(*slot, e.time);
   }
   scheduleReplica(r);
@@ -361,7 +367,10 @@ void Simulator::catchUp(SimReplica& r) {
   for (const engine::TokenEvent& e : events) {
     const std::optional<uint32_t> slot = liveSlot(e.id);
     if (!slot) continue;
-    if (e.previous_token < 0) requests_[*slot].first_token = e.time;
+    if (e.previous_token < 0) {
+      requests_[*slot].first_token = e.time;
+      prefillDone(requests_[*slot]);
+    }
     if (e.finished) onEngineFinished(*slot, e.time);
   }
   if (!events.empty()) scheduleReplica(r);
@@ -404,8 +413,16 @@ void Simulator::gatewayComplete(uint64_t id) {
   wakeQueue(g);
 }
 
+void Simulator::prefillDone(SimRequest& q) {
+  if (!q.prefill_pending) return;
+  q.prefill_pending = false;
+  gateways_[q.gateway].states[q.replica]->counters().prefill_pending_tokens.fetch_sub(
+      q.prompt_tokens, std::memory_order_relaxed);
+}
+
 void Simulator::attemptFailed(uint32_t slot, bool before_first_byte) {
   SimRequest& q = requests_[slot];
+  prefillDone(q);
   SimGateway& g = gateways_[q.gateway];
   fleet::ReplicaState& state = *g.states[q.replica];
   state.counters().upstream_errors_total.fetch_add(1, std::memory_order_relaxed);
@@ -457,6 +474,7 @@ void Simulator::finish(uint32_t slot, Outcome outcome) {
   SimRequest& q = requests_[slot];
   if (!q.live) return;
   leaveQueue(q);
+  prefillDone(q);
   recordOutcome(q, outcome, now_);
   if (request_csv_) writeRequestCsv(q, outcome, now_);
   q.live = false;

@@ -109,6 +109,7 @@ struct SimRequest {
   bool may_retry = false;  // of the current attempt
   bool shared_admitted = false;  // counted in shared state request by request
   bool slot_leased = false;      // holds a slot of its gateway's lease
+  bool prefill_pending = false;  // its prompt counts in the replica's prefill_pending_tokens
   bool queued = false;          // waiting in its gateway's admission queue
   TimeNs enqueued_at = -1;      // when it entered the queue
   TimeNs admit_deadline = -1;   // admission's deadline (admission::deadlineAt); -1: none
@@ -187,6 +188,7 @@ class Simulator {
   void onEngineFinished(uint32_t slot, TimeNs at);
   void gatewayComplete(uint64_t id);
   void attemptFailed(uint32_t slot, bool before_first_byte);
+  void prefillDone(SimRequest& q);
   void finish(uint32_t slot, Outcome outcome);
   void onDeadline(uint64_t id);
   // The admission queue (request_path.cc), as RequestQueue and waitTurn() in the gateway.

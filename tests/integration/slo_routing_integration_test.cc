@@ -70,6 +70,41 @@ TEST_F(SloRoutingGatewayTest, ALongPromptGoesWhereItsTokensAreFastEnough) {
   }
 }
 
+TEST_F(SloRoutingGatewayTest, AStreamedPromptIsAPendingPrefillUntilItsFirstToken) {
+  // A 4k-token prompt takes the A10 about 0.75 s to prefill: meanwhile the gateway counts its
+  // tokens as pending there (what SLO routing and deadline admission add to a newcomer's TTFT).
+  std::string body = longChat(4000, 4);
+  body.insert(1, "\"stream\":true,");
+  Headers pinned = kJson;
+  pinned.push_back({"x-switchyard-gpu", "A10"});
+  const std::string a10 = address(a10_);
+  auto pending = [&] {
+    const std::string value = fleetField(gateway_->port(1), a10, "prefill_pending_tokens");
+    return value.empty() ? -1L : std::stol(value);
+  };
+  EXPECT_EQ(pending(), 0);
+  StreamResult streamed;
+  std::thread client([&] {
+    streamed = streamRequest(gateway_->port(0), "POST", "/v1/chat/completions", body, pinned, 60s);
+  });
+  EXPECT_TRUE(waitUntil([&] { return pending() >= 3900; }, 30s));
+  client.join();
+  ASSERT_EQ(streamed.status, 200) << streamed.body;
+  EXPECT_EQ(pending(), 0);
+  // A client that leaves before the first token takes its prompt back too. Other words: the
+  // engine's prefix cache would answer the same prompt at once.
+  std::string other = body;
+  for (size_t at = other.find("tok "); at != std::string::npos; at = other.find("tok ", at)) {
+    other.replace(at, 4, "tak ");
+  }
+  {
+    HttpClient leaving(gateway_->port(0), 300ms);  // gives up long before the prefill ends
+    const StreamResult r = leaving.stream("POST", "/v1/chat/completions", other, pinned);
+    EXPECT_FALSE(r.ok());
+  }
+  EXPECT_TRUE(waitUntil([&] { return pending() == 0; }, 30s)) << pending();
+}
+
 TEST_F(SloRoutingGatewayTest, AGpuTypeCanBePinnedAndAnUnknownOneIsRefused) {
   for (int i = 0; i < 3; ++i) {
     Headers pinned = kJson;

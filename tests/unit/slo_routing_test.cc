@@ -154,6 +154,33 @@ TEST_F(SloRoutingTest, TheCheapestTypeThatMeetsTheSloComesFirst) {
   EXPECT_EQ(gpuOf(decide("slo-least-load", 64)), "L20");
 }
 
+TEST_F(SloRoutingTest, PromptsWaitingForTheirFirstTokenDelayTheTtftPredicted) {
+  // A TTFT objective of 1 s: every replica meets it with a short prompt (50 ms alone).
+  auto ttft = std::make_shared<profile::SloProfiles>(*model().slo);
+  ttft->objective = {};
+  ttft->objective.ttft = 1.0;
+  ttft->objective.percentile = 99;
+  applyFleet(ttft);
+  // The idle A10 #1 has two 4k-token prompts sent and not yet answered: at the 5,000 prompt
+  // tokens per second it learned, a new request's prefill waits 8000 / 5000 = 1.6 s there.
+  fleet::ReplicaState& queued = *model().replicas[1].state;
+  queued.storeCapacity({NAN, 5000, false, NAN});
+  queued.counters().prefill_pending_tokens.store(8000);
+  for (int r : {0, 2, 3}) setRunning(r, 6);  // the others busier but without a queued prefill
+  for (std::string_view strategy : {"slo", "slo-least-load", "slo-pack-load"}) {
+    const Decision d = decide(strategy, 64);
+    EXPECT_NE(d.chosen, 1) << strategy;
+    for (const CandidateRow& row : d.rows) {
+      if (row.replica_index != 1) continue;
+      EXPECT_NEAR(row.predicted_ttft, 0.05 + 1.6, 1e-4) << strategy;
+    }
+  }
+  // Once their first tokens came, the idle replica is the least loaded again.
+  queued.counters().prefill_pending_tokens.store(0);
+  const Decision d = decide("slo-least-load", 64);
+  EXPECT_EQ(d.chosen, 1);
+}
+
 TEST_F(SloRoutingTest, PullingHoldsWhenNoReplicaWouldMeetTheSlo) {
   for (int r = 0; r < 4; ++r) setRunning(r, 20);  // everyone far past 50 ms per token
   const Decision held = decide("slo", 64);

@@ -46,17 +46,31 @@ struct Predicted {
   double v = 0;     // violation: <= 1 meets the objective
 };
 
+// How long the prompts already sent to `replica` and not yet answered with a first token keep
+// a new request's prefill waiting (the engine prefills admitted requests first), at the replica's
+// learned prefill rate, else the model's; 0 when none are pending or no rate is known.
+double pendingPrefillSeconds(const fleet::ReplicaState& replica, double mean_prefill_rate) {
+  const int64_t pending =
+      replica.counters().prefill_pending_tokens.load(std::memory_order_relaxed);
+  if (pending <= 0) return 0;
+  const double own = replica.capacity().prefill;
+  const double rate = std::isfinite(own) ? own : mean_prefill_rate;
+  return rate > 0 ? static_cast<double>(pending) / rate : 0;
+}
+
 // The request on `replica` with `n` streams in flight (this one included), from the profile's
-// prediction `p` at that load.
+// prediction `p` at that load, its first token delayed by `waiting_prefill` seconds.
 Predicted predictOn(const profile::Prediction& p, const fleet::ReplicaState& replica,
-                    const profile::Slo& objective, double output, double n) {
+                    const profile::Slo& objective, double output, double n,
+                    double waiting_prefill) {
   if (!p.valid) return {};
   double tpot = p.tpot_tail;
   const double learned = learnedTimePerToken(replica.capacity(), n);
   if (learned > 0 && p.tpot > 0)
     tpot *= std::clamp(learned / p.tpot, kMinCorrection, kMaxCorrection);
-  const double e2e = p.ttft_tail + std::max(0.0, output - 1) * tpot;
-  return {true, p.ttft_tail, tpot, violation(objective, p.ttft_tail, tpot, e2e)};
+  const double ttft = p.ttft_tail + waiting_prefill;
+  const double e2e = ttft + std::max(0.0, output - 1) * tpot;
+  return {true, ttft, tpot, violation(objective, ttft, tpot, e2e)};
 }
 
 // What serving this shape costs on `profile`: its price per replica-hour over the requests per
@@ -151,6 +165,7 @@ ScoreNote SloStrategy::score(const ScoringContext& context, std::span<const uint
                             : model.runtime->output_lengths.estimate(prompt, kDefaultOutputTokens);
   const bool pack = variant_ == SloVariant::kPackLoad;
   ProfileMemo memo(prompt, output);
+  const double mean_prefill = model.runtime ? model.runtime->learnedMeans().prefill : NAN;
   bool any_meets = false;
   double cheapest = INFINITY;  // cost per request of the cheapest candidate meeting the SLO
   for (size_t i = 0; i < candidates.size(); ++i) {
@@ -159,7 +174,8 @@ ScoreNote SloStrategy::score(const ScoringContext& context, std::span<const uint
     const double running = static_cast<double>(in_flight);
     const double n = running + 1;
     const profile::GpuProfile& profile = *model.replica_profiles[candidates[i]];
-    const Predicted p = predictOn(memo.at(profile, in_flight + 1), replica, objective, output, n);
+    const Predicted p = predictOn(memo.at(profile, in_flight + 1), replica, objective, output, n,
+                                  pendingPrefillSeconds(replica, mean_prefill));
     CandidateInputs& in = context.inputs[i];
     tiebreak[i] = pack ? -running : running;
     in.cost_per_request = memo.cost(profile);
@@ -192,7 +208,7 @@ ScoreNote SloStrategy::score(const ScoringContext& context, std::span<const uint
   for (size_t i = 0; i < candidates.size() && !note.hold; ++i) {
     const fleet::ReplicaState& replica = *model.replicas[candidates[i]].state;
     const profile::Prediction at_one = memo.at(*model.replica_profiles[candidates[i]], 1);
-    const Predicted alone = predictOn(at_one, replica, objective, output, 1);
+    const Predicted alone = predictOn(at_one, replica, objective, output, 1, 0);
     note.hold = alone.valid && alone.v <= 1;
   }
   return note;

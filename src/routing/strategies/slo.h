@@ -11,6 +11,9 @@ namespace switchyard::routing {
 //   predicted TTFT, TPOT (at the objective's percentile) = profile.predict(prompt, output, n),
 //   TPOT corrected by what the gateway learned of that replica: the time per token of its
 //   batching curve at n (fleet/capacity_estimator.h), bounded to [½, 2]× the profile's;
+//   TTFT delayed by the prefill of the prompts this gateway sent there that have no first token
+//   yet (ReplicaCounters::prefill_pending_tokens at the learned prefill rate): each profile cell
+//   was measured with its shape alone, so it cannot see a 4k-token prompt queued ahead;
 //   violation v = max over the objective's kinds of predicted ÷ objective (v <= 1 meets it).
 // The prompt is estimated from the body; the output is the request's max_tokens, else what the
 // model's requests of that prompt size produced (learned from completions), else 256.
