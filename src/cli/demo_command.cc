@@ -293,7 +293,10 @@ std::optional<StrategyResult> runStrategy(const std::string& self, const DemoOpt
               "  capacity: { refresh_ms: 500, window_ms: 10000, time_constant_ms: 3000 }\n"
               "models:\n  - name: "
            << o.model << "\n"
-           << (strategy.rfind("slo", 0) == 0 ? sloBlock(o) : "") << "    replicas:\n"
+           << (strategy.rfind("slo", 0) == 0
+                   ? "    routing_strategy: " + strategy + "\n" + sloBlock(o)
+                   : "")
+           << "    replicas:\n"
            << replicas;
   }
   std::vector<uint16_t> gateway_ports;

@@ -11,6 +11,23 @@
 
 namespace switchyard::health {
 
+namespace {
+
+// Whether `spec` ("slo-pack-load", "slo:2,slo-least-load:1", ...) names SLO strategies only.
+bool onlySloStrategies(std::string_view spec) {
+  if (spec.empty()) return false;
+  while (!spec.empty()) {
+    const size_t comma = spec.find(',');
+    std::string_view part = spec.substr(0, comma);
+    while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
+    if (part.substr(0, 3) != "slo") return false;
+    spec = comma == std::string_view::npos ? std::string_view{} : spec.substr(comma + 1);
+  }
+  return true;
+}
+
+}  // namespace
+
 using fleet::HealthState;
 
 void FleetHealth::sync(
@@ -45,6 +62,10 @@ void FleetHealth::sync(
     std::sort(gpus.begin(), gpus.end());
     gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
     view.gpu_count = gpus.size();
+    view.placed_by_prediction =
+        model.slo != nullptr &&
+        onlySloStrategies(model.routing_strategy.empty() ? snapshot_->default_strategy
+                                                         : model.routing_strategy);
     for (const fleet::ReplicaEntry& entry : model.replicas) {
       view.tracked.push_back(find(*entry.state));
       view.gpu_rank.push_back(static_cast<uint32_t>(
@@ -103,6 +124,7 @@ void FleetHealth::detectLoadOutliers(size_t m, TimeNs now) {
   const fleet::ModelEntry& model = snapshot_->models[m];
   const size_t n = model.replicas.size();
   if (n < 3) return;  // with fewer replicas an outlier is indistinguishable from the fleet
+  if (views_[m].placed_by_prediction) return;
   // Load in the units load-balance balances, so that a replica carrying its fair share is never
   // the outlier: with the utilization score, in-flight requests scaled by how early the
   // replica's batching curve saturates (equal curves: equal in-flight counts are fair, whatever

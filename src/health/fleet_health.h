@@ -67,6 +67,10 @@ class FleetHealth {
     std::vector<Tracked*> tracked;   // nullptr: not tracked
     std::vector<uint32_t> gpu_rank;  // the replica's GPU type among the model's, by name
     size_t gpu_count = 0;
+    // The model's default strategy is SLO routing (every part of it), which loads each replica
+    // as far as its profile predicts the SLO holds: uneven load there is the plan, not an
+    // outlier, so load-outlier detection leaves the model alone.
+    bool placed_by_prediction = false;
   };
 
   HealthSettings settings_;

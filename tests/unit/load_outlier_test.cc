@@ -6,6 +6,7 @@
 
 #include "fleet/fleet_registry.h"
 #include "health/health_manager.h"
+#include "profile/slo_profiles.h"
 
 namespace switchyard::health {
 namespace {
@@ -16,10 +17,13 @@ class LoadOutlierTest : public ::testing::Test {
  protected:
   // One slow replica (capacity 1000 tokens/s) and three fast ones (2500), all with the same
   // batching curve.
-  void build(fleet::LoadBalanceScore score) {
+  void build(fleet::LoadBalanceScore score, std::string strategy = "",
+             std::shared_ptr<const profile::SloProfiles> slo = nullptr) {
     fleet::ModelSpec model;
     model.name = "m";
     model.load_balance.score = score;
+    model.routing_strategy = std::move(strategy);
+    model.slo = std::move(slo);
     for (int i = 0; i < 4; ++i) {
       model.replicas.push_back({"10.0.0.1:" + std::to_string(9000 + i), {}});
     }
@@ -59,6 +63,25 @@ TEST_F(LoadOutlierTest, UtilizationScoreComparesInFlightCountsOnEqualCurves) {
 TEST_F(LoadOutlierTest, RequestsPerCapacityScoreComparesLoadPerUnitOfCapacity) {
   build(fleet::LoadBalanceScore::kRequestsPerCapacity);
   load(36, 28);
+  EXPECT_TRUE(slowExcluded());
+}
+
+TEST_F(LoadOutlierTest, AModelRoutedBySloPredictionIsLeftToItsPredictions) {
+  // SLO routing loads a replica as far as its profile says the SLO holds (pack-load on purpose):
+  // a replica far above the others is the plan there, not a hotspot.
+  auto slo = std::make_shared<profile::SloProfiles>();
+  for (std::string strategy : {"slo-pack-load", "slo", "slo-least-load:2,slo-pack-load:1"}) {
+    build(fleet::LoadBalanceScore::kUtilization, strategy, slo);
+    load(100, 28);
+    EXPECT_FALSE(slowExcluded()) << strategy;
+  }
+  // Blended with a strategy that balances, or without profiles (load-balance decides), the
+  // gate holds.
+  build(fleet::LoadBalanceScore::kUtilization, "slo-pack-load:1,least-request:1", slo);
+  load(100, 28);
+  EXPECT_TRUE(slowExcluded());
+  build(fleet::LoadBalanceScore::kUtilization, "slo-pack-load");
+  load(100, 28);
   EXPECT_TRUE(slowExcluded());
 }
 
