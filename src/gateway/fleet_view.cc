@@ -9,6 +9,7 @@
 
 #include "api/openai_error.h"
 #include "health/replica_health.h"
+#include "profile/slo_profiles.h"
 #include "routing/router.h"
 
 namespace switchyard::gateway {
@@ -87,6 +88,18 @@ std::string renderFleetJson(const fleet::FleetSnapshot& snapshot, TimeNs now,
     out.append(R"(,"learned_means":{)");
     appendLearned(out, means.decode, means.prefill, means.slowdown);
     out.push_back('}');
+    if (model.slo != nullptr) {
+      // SLO routing's GPU types kept for the shapes only they serve in time (routing.md).
+      out.append(R"(,"slo_reserved_gpus":[)");
+      bool first_reserved = true;
+      for (size_t i = 0; i < model.slo->gpus.size(); ++i) {
+        if (!model.slo->isReserved(model.slo->profiles[i])) continue;
+        if (!first_reserved) out.push_back(',');
+        first_reserved = false;
+        appendString(out, model.slo->gpus[i]);
+      }
+      out.push_back(']');
+    }
     out.append(R"(,"replicas":[)");
     for (size_t r = 0; r < model.replicas.size(); ++r) {
       const fleet::ReplicaEntry& replica = model.replicas[r];

@@ -128,6 +128,7 @@ std::shared_ptr<const profile::SloProfiles> parseSloProfiles(const YAML::Node& n
     }
     out->profiles[static_cast<size_t>(at - out->gpus.begin())].cost = cost;
   }
+  out->findReservedTypes();
   return out;
 }
 

@@ -59,6 +59,10 @@ TEST_F(SloRoutingGatewayTest, DecisionsCarryPredictionsAndTheObjective) {
   EXPECT_NE(decisions.find("\"percentile\":99"), std::string::npos) << decisions;
   EXPECT_NE(decisions.find("\"fallback\":\"none\""), std::string::npos) << decisions;
   EXPECT_NE(decisions.find("\"cost_per_request\":"), std::string::npos) << decisions;
+  // The L20 alone serves some shapes in time (e.g. 4k-token prompts with 128 outputs): it is kept
+  // for those, and /debug/fleet says so.
+  const std::string fleet = httpRequest(gateway_->port(1), "GET", "/debug/fleet").body;
+  EXPECT_NE(fleet.find("\"slo_reserved_gpus\":[\"L20\"]"), std::string::npos) << fleet;
 }
 
 TEST_F(SloRoutingGatewayTest, ALongPromptGoesWhereItsTokensAreFastEnough) {

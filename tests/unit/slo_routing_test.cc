@@ -15,7 +15,8 @@ namespace {
 
 // A 2×2 profile (prompts 64 and 4096, output 64) whose TPOT grows with concurrency:
 // tpot(n) = base × (1 + n / 8) at prompt 64 and `long_factor` × that at prompt 4096; TTFT is
-// short for short prompts and `long_ttft` for long ones.
+// short for short prompts and `long_ttft` for long ones. Rates within the SLO: 10 requests/s at
+// prompt 64 and 1 at 4096, 0 (not promised) where even one request in flight misses 50 ms.
 profile::GpuProfile makeProfile(const std::string& gpu, double base_tpot, double long_factor,
                                 double long_ttft) {
   profile::GpuProfile p;
@@ -25,7 +26,10 @@ profile::GpuProfile makeProfile(const std::string& gpu, double base_tpot, double
   p.slo.tpot = 0.05;
   p.outputs = {64, 128};
   p.prompts = {64, 4096};
-  p.tputs = {{10, 1}, {10, 1}};
+  const double alone = base_tpot * (1 + 1.0 / 8);
+  const double short_rate = alone <= 0.05 ? 10.0 : 0.0;
+  const double long_rate = alone * long_factor <= 0.05 ? 1.0 : 0.0;
+  p.tputs = {{short_rate, long_rate}, {short_rate, long_rate}};
   p.steps.assign(2, std::vector<std::vector<profile::Step>>(2));
   for (int o = 0; o < 2; ++o) {
     for (int in = 0; in < 2; ++in) {
@@ -62,6 +66,7 @@ class SloRoutingTest : public ::testing::Test {
     slo->profiles.push_back(makeProfile("A10", 0.020, 4.0, 1.5));
     // L20: 30 ms/token, and long prompts cost it little.
     slo->profiles.push_back(makeProfile("L20", 0.030, 1.2, 0.6));
+    slo->findReservedTypes();  // the L20: only it serves long prompts in time
     applyFleet(slo);
   }
   // Two A10 and two L20 replicas of model "m" with these profiles.
@@ -111,15 +116,47 @@ TEST_F(SloRoutingTest, LeastLoadSpreadsAndPackLoadConsolidates) {
   setRunning(0, 2);  // A10 #0 busier than A10 #1, both within the SLO
   setRunning(2, 3);  // L20s: 45 ms per token at 4 in flight, just within 50 ms
   setRunning(3, 3);
-  // Short prompts: every replica meets the SLO; least-load takes the most headroom.
+  // Short prompts: every replica meets the SLO, the A10s first (the L20s are kept for the long
+  // prompts only they serve in time); least-load takes the most headroom.
   EXPECT_EQ(decide("slo-least-load", 64).chosen, 1);
   // Pack-load takes the fullest replica still predicted to meet it.
+  EXPECT_EQ(decide("slo-pack-load", 64).chosen, 0);
+  // A10 #0 past the SLO (52.5 ms per token at 13): packing moves to the other A10...
+  setRunning(0, 12);
+  EXPECT_EQ(decide("slo-pack-load", 64).chosen, 1);
+  // ...and with both A10s past it, to an L20 that still meets it.
+  setRunning(1, 12);
   const Decision packed = decide("slo-pack-load", 64);
   EXPECT_TRUE(packed.chosen == 2 || packed.chosen == 3) << packed.chosen;
-  // Load the L20s past their SLO: packing moves to the fullest A10 that still meets it.
-  setRunning(2, 12);
-  setRunning(3, 12);
-  EXPECT_EQ(decide("slo-pack-load", 64).chosen, 0);
+}
+
+TEST_F(SloRoutingTest, ATypeOnlyItServesInTimeIsReservedForThoseShapes) {
+  const profile::SloProfiles& slo = *model().slo;
+  EXPECT_FALSE(slo.isReserved(slo.profiles[0]));  // A10: every shape it serves, so does the L20
+  EXPECT_TRUE(slo.isReserved(slo.profiles[1]));   // L20: the only one for 4096-token prompts
+  // Both serve every shape in time: nothing to keep free.
+  profile::SloProfiles even = slo;
+  even.profiles[0] = makeProfile("A10", 0.020, 1.2, 0.6);
+  even.findReservedTypes();
+  EXPECT_FALSE(even.isReserved(even.profiles[0]));
+  EXPECT_FALSE(even.isReserved(even.profiles[1]));
+  // A shape neither serves in time reserves neither.
+  profile::SloProfiles neither = slo;
+  neither.profiles[1] = makeProfile("L20", 0.030, 2.0, 0.6);  // 67.5 ms vs the A10's 90 alone
+  neither.findReservedTypes();
+  EXPECT_FALSE(neither.isReserved(neither.profiles[0]));
+  EXPECT_FALSE(neither.isReserved(neither.profiles[1]));
+  // With the A10s as the spare type, a short prompt goes to an idle A10 rather than to an idle
+  // L20 with more headroom; a long prompt still goes to an L20.
+  EXPECT_EQ(gpuOf(decide("slo-least-load", 64)), "A10");
+  EXPECT_EQ(gpuOf(decide("slo-least-load", 4096)), "L20");
+  // One type alone keeps nothing free.
+  profile::SloProfiles alone;
+  alone.objective = slo.objective;
+  alone.gpus = {"L20"};
+  alone.profiles = {slo.profiles[1]};
+  alone.findReservedTypes();
+  EXPECT_FALSE(alone.isReserved(alone.profiles[0]));
 }
 
 TEST_F(SloRoutingTest, TheCheapestTypeThatMeetsTheSloComesFirst) {
@@ -149,8 +186,16 @@ TEST_F(SloRoutingTest, TheCheapestTypeThatMeetsTheSloComesFirst) {
   setRunning(0, 12);
   setRunning(1, 12);
   EXPECT_EQ(gpuOf(decide("slo-least-load", 64)), "L20");
-  // Within 10 % of each other the prices are one tier: headroom alone decides.
+  // Within 10 % of each other the prices are one tier, but the L20s are reserved for the long
+  // prompts only they serve: the A10s first, although the L20s have more headroom...
   price(1.05);
+  EXPECT_EQ(gpuOf(decide("slo-least-load", 64)), "A10");
+  // ...and where nothing is reserved, headroom alone decides within a tier.
+  auto unreserved = std::make_shared<profile::SloProfiles>(*model().slo);
+  unreserved->reserved.clear();
+  applyFleet(unreserved);
+  setRunning(0, 6);
+  setRunning(1, 6);
   EXPECT_EQ(gpuOf(decide("slo-least-load", 64)), "L20");
 }
 

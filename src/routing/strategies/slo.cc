@@ -21,6 +21,9 @@ constexpr double kMissPenalty = 1000;
 constexpr double kCostBand = 1.1;
 constexpr double kTierStep = 2;
 constexpr double kMaxTier = 100;  // kMaxTier × kTierStep stays far below kMissPenalty
+// A reserved GPU type kept free for the shapes only it serves ranks after every cost tier of
+// the other types: (kMaxTier + 1) × kTierStep, still below kMissPenalty.
+constexpr double kReservedTier = kMaxTier + 1;
 
 // The replica's own time per token at n streams from its learned batching curve; NaN unknown.
 double learnedTimePerToken(const fleet::LearnedCapacity& learned, double n) {
@@ -167,6 +170,7 @@ ScoreNote SloStrategy::score(const ScoringContext& context, std::span<const uint
   ProfileMemo memo(prompt, output);
   const double mean_prefill = model.runtime ? model.runtime->learnedMeans().prefill : NAN;
   bool any_meets = false;
+  bool spare = false;  // an unreserved GPU type among the candidates serves this shape in time
   double cheapest = INFINITY;  // cost per request of the cheapest candidate meeting the SLO
   for (size_t i = 0; i < candidates.size(); ++i) {
     const fleet::ReplicaState& replica = *model.replicas[candidates[i]].state;
@@ -179,6 +183,7 @@ ScoreNote SloStrategy::score(const ScoringContext& context, std::span<const uint
     CandidateInputs& in = context.inputs[i];
     tiebreak[i] = pack ? -running : running;
     in.cost_per_request = memo.cost(profile);
+    spare |= std::isfinite(in.cost_per_request) && !model.slo->isReserved(profile);
     if (!p.valid) {
       // Outside what the profile measured: no promise either way; ranked after any that meets.
       in.predicted_ttft = -1;
@@ -195,10 +200,16 @@ ScoreNote SloStrategy::score(const ScoringContext& context, std::span<const uint
   }
   // Among those that meet it, the cheapest GPU type for this shape first, so the dearer types
   // stay free for the shapes only they can serve in time (the optimizer's assignment of cells
-  // to types); headroom (or packing) decides within a tier.
+  // to types); headroom (or packing) decides within a tier. A type reserved for shapes no other
+  // type serves in time ranks after the others for a shape another type serves: work the
+  // others can do in time stays off it, keeping its batches for the shapes that need it (and
+  // its streams out of their prefills' way), until the others would miss the SLO.
   for (size_t i = 0; any_meets && i < candidates.size(); ++i) {
     if (scores[i] < kMissPenalty) {
-      scores[i] += kTierStep * costTier(context.inputs[i].cost_per_request, cheapest);
+      const bool keep_free =
+          spare && model.slo->isReserved(*model.replica_profiles[candidates[i]]);
+      scores[i] += kTierStep * (costTier(context.inputs[i].cost_per_request, cheapest) +
+                                (keep_free ? kReservedTier : 0));
     }
   }
   note.predicted = true;
