@@ -26,9 +26,10 @@ struct alignas(64) ReplicaCounters {
   // other gateways must not turn requests away for it meanwhile.
   std::atomic<int64_t> awaiting_slot{0};
   // Prompt tokens of this gateway's streamed requests on the replica that have not yet produced
-  // their first byte: prefill queued or running there, which stalls every stream decoding beside
-  // it (SLO routing adds that stall to its TPOT prediction). Added when the request is sent,
-  // taken back at its first body byte or when the attempt ends without one.
+  // their first byte: prefill queued or running there, which a newcomer's prefill waits behind
+  // (SLO routing adds it to the predicted TTFT, deadline admission to the predicted execution).
+  // Added when the request is sent, taken back at its first body byte or when the attempt ends
+  // without one.
   std::atomic<int64_t> prefill_pending_tokens{0};
   std::atomic<int64_t> requests_total{0};  // requests routed to the replica
   std::atomic<int64_t> output_tokens_total{0};

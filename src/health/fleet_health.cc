@@ -13,14 +13,17 @@ namespace switchyard::health {
 
 namespace {
 
-// Whether `spec` ("slo-pack-load", "slo:2,slo-least-load:1", ...) names SLO strategies only.
+// Whether `spec` ("slo-pack-load", "slo:2,slo-least-load:1", ...) names SLO strategies only:
+// each part's name (before its weight) is `slo` or starts with `slo-`.
 bool onlySloStrategies(std::string_view spec) {
   if (spec.empty()) return false;
   while (!spec.empty()) {
     const size_t comma = spec.find(',');
-    std::string_view part = spec.substr(0, comma);
-    while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
-    if (part.substr(0, 3) != "slo") return false;
+    std::string_view name = spec.substr(0, comma);
+    name = name.substr(0, name.find(':'));
+    while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
+    while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
+    if (name != "slo" && name.substr(0, 4) != "slo-") return false;
     spec = comma == std::string_view::npos ? std::string_view{} : spec.substr(comma + 1);
   }
   return true;
