@@ -3,7 +3,9 @@
 //
 // Built for thousands of replicas (docs/operations.md, "Telemetry at scale"):
 //  - one scheduler, not a coroutine per replica: a heap of due times and one timer, woken in
-//    small batches (due times within `kBatchSlack` of each other start together);
+//    ticks (1 to 10 ms, longer for more replicas): each wake-up starts the scrapes due
+//    within the tick and reads the answers to the previous tick's (polled connections: one
+//    read per answer, no wake-up per answer);
 //  - each scrape goes over the replica's keep-alive http::ScrapeConnection into a reused
 //    buffer and parses only the families the gateway reads (parseEngineSignals): no allocation
 //    per scrape on an open connection;
@@ -31,6 +33,7 @@
 #include "core/clock.h"
 #include "fleet/replica_state.h"
 #include "fleet/scrape_schedule.h"
+#include "http/scrape_connection.h"
 
 namespace switchyard::fleet {
 
@@ -104,6 +107,10 @@ class TelemetryScraper {
   void arm(TimeNs at);
   void onTimer();
   void launch(Target& target, TimeNs now);
+  // Reads the answers that arrived (as the readiness set says); scrapes still waiting are
+  // kept for the next tick.
+  void readAnswers();
+  TimeNs tick() const;
   void complete(Target& target, int status, std::string_view body);
   void sweep(TimeNs now);
   void sampleAges(TimeNs now);
@@ -124,6 +131,11 @@ class TelemetryScraper {
   std::vector<uint32_t> free_slots_;
   std::unordered_map<std::string_view, uint32_t> by_name_;  // views into ReplicaState names
   std::vector<Due> heap_;  // min-heap on `at`
+  http::ScrapeReadiness readiness_;   // the scrape sockets, asked once a tick
+  std::vector<uint64_t> ready_keys_;  // scratch of readAnswers()
+  uint32_t next_serial_ = 0;
+  std::vector<uint32_t> to_collect_;  // slots whose scrapes run: the tick goes on while any do
+  TimeNs collect_at_ = -1;            // the next tick that reads answers (-1: none running)
 
   std::vector<uint64_t> live_gateways_;
   uint64_t self_ = 0;

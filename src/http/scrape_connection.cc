@@ -1,7 +1,12 @@
 #include "http/scrape_connection.h"
 
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <boost/asio/connect.hpp>
-#include <boost/asio/write.hpp>
+#include <array>
+#include <cerrno>
 
 #include "http/response_head.h"
 
@@ -42,6 +47,41 @@ void ScrapeConnection::setTarget(std::string_view target) {
   (busy_ ? next_request_ : request_) = requestFor(target);
 }
 
+ScrapeReadiness::ScrapeReadiness() : fd_(::epoll_create1(EPOLL_CLOEXEC)) {}
+
+ScrapeReadiness::~ScrapeReadiness() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool ScrapeReadiness::watch(int fd, uint64_t key) {
+  if (fd_ < 0) return false;
+  epoll_event event{};
+  event.events = EPOLLIN | EPOLLRDHUP;  // level-triggered: reported until it is read
+  event.data.u64 = key;
+  return ::epoll_ctl(fd_, EPOLL_CTL_ADD, fd, &event) == 0;
+}
+
+bool ScrapeReadiness::ready(std::vector<uint64_t>& out) {
+  out.clear();
+  if (fd_ < 0) return false;
+  std::array<epoll_event, 512> events;
+  int n;
+  do {
+    n = ::epoll_wait(fd_, events.data(), static_cast<int>(events.size()), 0);
+  } while (n < 0 && errno == EINTR);
+  for (int i = 0; i < n; ++i) out.push_back(events[static_cast<size_t>(i)].data.u64);
+  return n == static_cast<int>(events.size());
+}
+
+ScrapeConnection::~ScrapeConnection() { closeSocket(); }
+
+void ScrapeConnection::closeSocket() {
+  boost::system::error_code ignored;
+  socket_.close(ignored);
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
 bool ScrapeConnection::start() {
   if (busy_) return false;
   if (!next_request_.empty()) {
@@ -50,23 +90,39 @@ bool ScrapeConnection::start() {
   }
   busy_ = true;
   filled_ = 0;
-  reused_ = socket_.is_open();
+  sent_ = 0;
+  reused_ = fd_ >= 0;
   if (reused_) {
-    write();
+    phase_ = Phase::kSending;
+    send();
   } else {
     connect();
   }
   return true;
 }
 
+bool ScrapeConnection::collect() {
+  if (phase_ == Phase::kSending && !send()) return busy_;
+  if (phase_ == Phase::kReceiving) receive();
+  return busy_;
+}
+
+void ScrapeConnection::onReadable() {
+  if (busy_) {
+    collect();
+  } else if (fd_ >= 0) {
+    closeSocket();  // between scrapes only the peer's close (or junk) can arrive
+  }
+}
+
 void ScrapeConnection::cancel() {
   ++generation_;
-  boost::system::error_code ignored;
-  socket_.close(ignored);
+  closeSocket();
   if (busy_) finish(0, {});
 }
 
 void ScrapeConnection::connect() {
+  phase_ = Phase::kConnecting;
   auto self = shared_from_this();
   const uint64_t generation = generation_;
   if (!have_endpoint_) {
@@ -87,48 +143,69 @@ void ScrapeConnection::connect() {
   socket_.async_connect(endpoint_, [self, generation](const boost::system::error_code& ec) {
     if (generation != self->generation_) return;
     if (ec) return self->fail(false);
-    boost::system::error_code ignored;
-    self->socket_.set_option(tcp::no_delay(true), ignored);
-    self->write();
+    self->onConnected();
   });
 }
 
-void ScrapeConnection::write() {
-  auto self = shared_from_this();
-  const uint64_t generation = generation_;
-  asio::async_write(socket_, asio::buffer(request_),
-                    [self, generation](const boost::system::error_code& ec, size_t) {
-                      if (generation != self->generation_) return;
-                      if (ec) return self->fail(self->reused_);
-                      self->read();
-                    });
-}
-
-void ScrapeConnection::read() {
-  if (filled_ == buffer_.size()) {
-    if (buffer_.size() >= body_limit_ + kMaxHeadBytes) return fail(false);
-    buffer_.resize(std::max(kInitialBuffer, buffer_.size() * 2));
+void ScrapeConnection::onConnected() {
+  boost::system::error_code ec;
+  socket_.set_option(tcp::no_delay(true), ec);
+  socket_.non_blocking(true, ec);
+  if (ec) return fail(false);
+  fd_ = socket_.release(ec);  // out of the epoll set: the owner polls (see the header)
+  if (ec || fd_ < 0) {
+    fd_ = -1;
+    return fail(false);
   }
-  auto self = shared_from_this();
-  const uint64_t generation = generation_;
-  socket_.async_read_some(
-      asio::buffer(buffer_.data() + filled_, buffer_.size() - filled_),
-      [self, generation](const boost::system::error_code& ec, size_t n) {
-        if (generation != self->generation_) return;
-        if (ec) return self->fail(self->reused_ && self->filled_ == 0);
-        self->onRead(n);
-      });
+  if (readiness_ && !readiness_->watch(fd_, readiness_key_)) return fail(false);
+  phase_ = Phase::kSending;
+  send();
 }
 
-void ScrapeConnection::onRead(size_t n) {
-  filled_ += n;
+bool ScrapeConnection::send() {
+  while (sent_ < request_.size()) {
+    const ssize_t n = ::send(fd_, request_.data() + sent_, request_.size() - sent_,
+                             MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n > 0) {
+      sent_ += static_cast<size_t>(n);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      return true;  // the socket's buffer is full: the rest goes at the next collect()
+    } else {
+      fail(reused_);
+      return false;
+    }
+  }
+  phase_ = Phase::kReceiving;
+  return true;
+}
+
+void ScrapeConnection::receive() {
+  for (;;) {
+    if (filled_ == buffer_.size()) {
+      if (buffer_.size() >= body_limit_ + kMaxHeadBytes) return fail(false);
+      buffer_.resize(std::max(kInitialBuffer, buffer_.size() * 2));
+    }
+    const ssize_t n = ::recv(fd_, buffer_.data() + filled_, buffer_.size() - filled_,
+                             MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;  // not yet: next collect()
+    // The peer closed, or reset: a reused connection that closed before answering is retried.
+    if (n <= 0) return fail(reused_ && filled_ == 0);
+    filled_ += static_cast<size_t>(n);
+    if (parse() == Parsed::kEnded) return;
+  }
+}
+
+ScrapeConnection::Parsed ScrapeConnection::parse() {
   const std::string_view bytes(buffer_.data(), filled_);
   ResponseHead head;
   switch (parseResponseHead(bytes, head)) {
     case HeadResult::kIncomplete:
-      if (filled_ > kMaxHeadBytes) return fail(false);
-      return read();
-    case HeadResult::kMalformed: return fail(false);
+      if (filled_ > kMaxHeadBytes) return failParse();
+      return Parsed::kNeedMore;
+    case HeadResult::kMalformed: return failParse();
     case HeadResult::kComplete: break;
   }
   char* body = buffer_.data() + head.head_bytes;
@@ -137,45 +214,46 @@ void ScrapeConnection::onRead(size_t n) {
     size_t decoded = 0, consumed = 0;
     switch (decodeChunkedInPlace(body, have, decoded, consumed)) {
       case ChunkedResult::kIncomplete:
-        if (have > body_limit_) return fail(false);
-        return read();
-      case ChunkedResult::kMalformed: return fail(false);
+        if (have > body_limit_) return failParse();
+        return Parsed::kNeedMore;
+      case ChunkedResult::kMalformed: return failParse();
       case ChunkedResult::kComplete: break;
     }
     if (consumed != have) head.keep_alive = false;  // pipelined junk: start afresh next time
-    if (!head.keep_alive) {
-      boost::system::error_code ignored;
-      socket_.close(ignored);
-    }
-    return finish(head.status, std::string_view(body, decoded));
+    if (!head.keep_alive) closeSocket();
+    finish(head.status, std::string_view(body, decoded));
+    return Parsed::kEnded;
   }
   if (head.content_length < 0) {
     // No length: the body runs to the end of the connection. Engines do not answer so; it is
     // treated as malformed rather than read until close.
-    return fail(false);
+    return failParse();
   }
   const auto length = static_cast<size_t>(head.content_length);
-  if (length > body_limit_) return fail(false);
+  if (length > body_limit_) return failParse();
   if (have < length) {
     // Room for exactly this page: the buffer then stays at the size of the replica's pages.
     if (buffer_.size() < head.head_bytes + length) buffer_.resize(head.head_bytes + length);
-    return read();
+    return Parsed::kNeedMore;
   }
   if (have != length) head.keep_alive = false;
-  if (!head.keep_alive) {
-    boost::system::error_code ignored;
-    socket_.close(ignored);
-  }
+  if (!head.keep_alive) closeSocket();
   finish(head.status, std::string_view(body, length));
+  return Parsed::kEnded;
+}
+
+ScrapeConnection::Parsed ScrapeConnection::failParse() {
+  fail(false);
+  return Parsed::kEnded;
 }
 
 void ScrapeConnection::fail(bool retry) {
-  boost::system::error_code ignored;
-  socket_.close(ignored);
+  closeSocket();
   if (retry) {
     // The peer closed our idle keep-alive connection: once more on a fresh one.
     reused_ = false;
     filled_ = 0;
+    sent_ = 0;
     return connect();
   }
   finish(0, {});
@@ -183,6 +261,7 @@ void ScrapeConnection::fail(bool retry) {
 
 void ScrapeConnection::finish(int status, std::string_view body) {
   busy_ = false;
+  phase_ = Phase::kIdle;
   if (sink_) sink_->onScrape(status, body);
 }
 
