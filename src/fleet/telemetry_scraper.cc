@@ -14,8 +14,8 @@ namespace {
 
 constexpr size_t kMaxMetricsBytes = 8u << 20;
 // The scheduler's tick: a wake-up starts every scrape due within one tick and reads the
-// answers of the scrapes it started before, which have had a tick to arrive (scrape
-// connections are polled, not woken per answer: http/scrape_connection.h). It grows with the
+// answers that have arrived, as the readiness set names them (scrape sockets do not wake the
+// thread per answer: http/scrape_connection.h). It grows with the
 // replicas this gateway scrapes: about 10 ms for a thousand at the 100 ms interval (a hundred
 // wake-ups a second instead of one per answer), 1 ms for a few dozen (which wake the thread
 // little either way, and whose signals then arrive at most a millisecond late). Never more
