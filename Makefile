@@ -2,7 +2,7 @@
 JOBS ?= $(shell nproc)
 
 .PHONY: deps build build-debug test test-release test-debug tsan demo bench bench-faults \
-	bench-hetero bench-stampede bench-sim bench-optimizer bench-chaos bench-control-plane bench-slo \
+	bench-hetero bench-stampede bench-sim bench-optimizer bench-chaos bench-control-plane bench-scrape-cost bench-slo \
 	bench-scaledown fuzz-smoke fuzz-campaign bench-tls bench-connections clean
 
 deps:
@@ -123,6 +123,13 @@ bench-chaos: build
 # 12 min then); CP_* knobs: see bench/e2e/control_plane.sh.
 bench-control-plane: build
 	bash bench/e2e/control_plane.sh
+
+# Gateway CPU per telemetry scrape, end to end: one idle gateway over 256 and 1,024 emulated
+# replicas, probes off, per scrape and marginal (about 3 min; 6 with BASELINE=/path/to/older/
+# switchyard, run interleaved and compared).
+bench-scrape-cost: build
+	python3 bench/e2e/scrape_cost.py --after build/release/switchyard \
+		$(if $(BASELINE),--before $(BASELINE))
 
 clean:
 	rm -rf build

@@ -26,8 +26,10 @@
 
 #include "alloc_counter.h"
 #include "engine/engine_model.h"
+#include "engine/metrics_filter.h"
 #include "engine/openai_emulation.h"
 #include "fleet/engine_signals.h"
+#include "fleet/metrics_target.h"
 #include "fleet/prometheus_text.h"
 #include "http/control_client.h"
 #include "http/scrape_connection.h"
@@ -44,6 +46,14 @@ std::string emulatorPage() {
   counters.prompt_tokens_total = 123456;
   counters.generation_tokens_total = 654321;
   return engine::renderMetrics(engine::Flavor::kVllm, "llama2-7b", load, counters);
+}
+
+// The page as an engine honouring the `name[]` filter serves it to the gateway, which asks for
+// the families it reads (fleet::engineMetricsTarget): what the gateway parses on every scrape.
+std::string filteredEmulatorPage() {
+  const std::string_view target = fleet::engineMetricsTarget(true);
+  const auto names = engine::requestedSampleNames(target.substr(target.find('?') + 1));
+  return engine::filterMetricsPage(emulatorPage(), names);
 }
 
 // What parseEngineSignals did before it skipped families by name: every line fully parsed.
@@ -70,6 +80,15 @@ void BM_EngineSignalsEmulatorPage(benchmark::State& state) {
   state.counters["page_bytes"] = static_cast<double>(page.size());
 }
 BENCHMARK(BM_EngineSignalsEmulatorPage);
+
+void BM_EngineSignalsFilteredPage(benchmark::State& state) {
+  const std::string page = filteredEmulatorPage();
+  bench::AllocCounter allocs;
+  for (auto _ : state) benchmark::DoNotOptimize(fleet::parseEngineSignals(page));
+  allocs.report(state);
+  state.counters["page_bytes"] = static_cast<double>(page.size());
+}
+BENCHMARK(BM_EngineSignalsFilteredPage);
 
 void BM_EngineSignalsEmulatorPageFullParse(benchmark::State& state) {
   const std::string page = emulatorPage();
@@ -177,9 +196,11 @@ BENCHMARK(BM_ScrapeConnection);
 // then the answers read as the readiness set names them. The thread sleeps once per batch, not
 // once per answer. `scrape_cpu`: CPU time of the scraping thread per scrape (the engines'
 // threads are not counted).
+// range(1): 1 for the page the gateway is served by default (the families it reads, as an
+// engine honouring `name[]` answers), 0 for the whole page (an engine that ignores the filter).
 void BM_ScrapeBatch(benchmark::State& state) {
   const auto n = static_cast<size_t>(state.range(0));
-  const std::string page = emulatorPage();
+  const std::string page = state.range(1) != 0 ? filteredEmulatorPage() : emulatorPage();
   std::vector<std::unique_ptr<PageServer>> servers;
   std::vector<ParsingSink> sinks(n);
   std::vector<std::shared_ptr<http::ScrapeConnection>> connections;
@@ -191,7 +212,7 @@ void BM_ScrapeBatch(benchmark::State& state) {
         io, "127.0.0.1", servers[i]->port(), "127.0.0.1", "/metrics", 8u << 20, &sinks[i]));
     connections[i]->watchWith(&readiness, i);
   }
-  std::vector<uint64_t> keys;
+  std::vector<http::ScrapeReadiness::Ready> ready;
   bool failed = false;
   auto batch = [&] {
     for (size_t i = 0; i < n; ++i) {
@@ -202,8 +223,8 @@ void BM_ScrapeBatch(benchmark::State& state) {
       std::this_thread::sleep_for(std::chrono::microseconds(200));
       io.restart();
       io.poll();  // connects (the first batch only)
-      readiness.ready(keys);
-      for (const uint64_t key : keys) connections[key]->onReadable();
+      readiness.ready(ready);
+      for (const auto& r : ready) connections[r.key]->onReadable(r.peer_closed);
       left = 0;
       for (const ParsingSink& sink : sinks) {
         if (!sink.done) ++left;
@@ -221,7 +242,7 @@ void BM_ScrapeBatch(benchmark::State& state) {
                                   benchmark::Counter::kInvert);
   for (auto& connection : connections) connection->detach();
 }
-BENCHMARK(BM_ScrapeBatch)->Arg(8)->Arg(32);
+BENCHMARK(BM_ScrapeBatch)->ArgNames({"replicas", "filtered"})->ArgsProduct({{8, 32}, {1, 0}});
 
 void BM_ScrapeBeastClient(benchmark::State& state) {
   PageServer server(emulatorPage());

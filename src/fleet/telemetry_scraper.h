@@ -106,7 +106,12 @@ class TelemetryScraper {
   void schedule(Target& target, TimeNs at);
   void arm(TimeNs at);
   void onTimer();
+  // Starts the scrapes due within a tick; returns the earlier of `next` and the next one due.
+  TimeNs launchDue(TimeNs now, TimeNs next);
   void launch(Target& target, TimeNs now);
+  Target* targetAt(uint32_t slot) const;  // null: a free slot, or past the end
+  template <typename Items, typename SlotOf>
+  void prefetchTargets(const Items& items, SlotOf slot_of) const;
   // Reads the answers that arrived (as the readiness set says); scrapes still waiting are
   // kept for the next tick.
   void readAnswers();
@@ -131,8 +136,9 @@ class TelemetryScraper {
   std::vector<uint32_t> free_slots_;
   std::unordered_map<std::string_view, uint32_t> by_name_;  // views into ReplicaState names
   std::vector<Due> heap_;  // min-heap on `at`
+  std::vector<Due> due_;   // scratch of launchDue()
   http::ScrapeReadiness readiness_;   // the scrape sockets, asked once a tick
-  std::vector<uint64_t> ready_keys_;  // scratch of readAnswers()
+  std::vector<http::ScrapeReadiness::Ready> ready_;  // scratch of readAnswers()
   uint32_t next_serial_ = 0;
   std::vector<uint32_t> to_collect_;  // slots whose scrapes run: the tick goes on while any do
   TimeNs collect_at_ = -1;            // the next tick that reads answers (-1: none running)

@@ -56,12 +56,15 @@ ScrapeReadiness::~ScrapeReadiness() {
 bool ScrapeReadiness::watch(int fd, uint64_t key) {
   if (fd_ < 0) return false;
   epoll_event event{};
-  event.events = EPOLLIN | EPOLLRDHUP;  // level-triggered: reported until it is read
+  // Edge-triggered: a socket is named once per arrival. Level-triggered, epoll would poll every
+  // socket it named again at the next ask just to learn it was read, a second sock_poll per
+  // scrape; the reader's part is to read until a short read (ScrapeConnection::receive).
+  event.events = EPOLLIN | EPOLLRDHUP | EPOLLET;
   event.data.u64 = key;
   return ::epoll_ctl(fd_, EPOLL_CTL_ADD, fd, &event) == 0;
 }
 
-bool ScrapeReadiness::ready(std::vector<uint64_t>& out) {
+bool ScrapeReadiness::ready(std::vector<Ready>& out) {
   out.clear();
   if (fd_ < 0) return false;
   std::array<epoll_event, 512> events;
@@ -69,7 +72,10 @@ bool ScrapeReadiness::ready(std::vector<uint64_t>& out) {
   do {
     n = ::epoll_wait(fd_, events.data(), static_cast<int>(events.size()), 0);
   } while (n < 0 && errno == EINTR);
-  for (int i = 0; i < n; ++i) out.push_back(events[static_cast<size_t>(i)].data.u64);
+  for (int i = 0; i < n; ++i) {
+    const epoll_event& event = events[static_cast<size_t>(i)];
+    out.push_back(Ready{event.data.u64, (event.events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0});
+  }
   return n == static_cast<int>(events.size());
 }
 
@@ -80,6 +86,13 @@ void ScrapeConnection::closeSocket() {
   socket_.close(ignored);
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
+}
+
+void ScrapeConnection::prefetch() const {
+  const char* self = reinterpret_cast<const char*>(this);
+  for (size_t line = 0; line < sizeof *this; line += 64) __builtin_prefetch(self + line);
+  __builtin_prefetch(request_.data());
+  __builtin_prefetch(buffer_.data());
 }
 
 bool ScrapeConnection::start() {
@@ -107,12 +120,16 @@ bool ScrapeConnection::collect() {
   return busy_;
 }
 
-void ScrapeConnection::onReadable() {
+void ScrapeConnection::onReadable(bool peer_closed) {
   if (busy_) {
-    collect();
-  } else if (fd_ >= 0) {
-    closeSocket();  // between scrapes only the peer's close (or junk) can arrive
+    if (phase_ == Phase::kSending && !send()) return;
+    // With a close among what arrived, read on to it: a truncated answer fails now, not at the
+    // time-out, since nothing names this socket again.
+    if (phase_ == Phase::kReceiving) receive(/*to_the_close=*/peer_closed);
+    // An answer followed by the close: closed now, or the next scrape would write into it.
+    if (!peer_closed || busy_ || fd_ < 0) return;
   }
+  if (fd_ >= 0) closeSocket();  // between scrapes only the peer's close (or junk) can arrive
 }
 
 void ScrapeConnection::cancel() {
@@ -181,7 +198,7 @@ bool ScrapeConnection::send() {
   return true;
 }
 
-void ScrapeConnection::receive() {
+void ScrapeConnection::receive(bool to_the_close) {
   for (;;) {
     if (filled_ == buffer_.size()) {
       if (buffer_.size() >= body_limit_ + kMaxHeadBytes) return fail(false);
@@ -193,8 +210,13 @@ void ScrapeConnection::receive() {
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;  // not yet: next collect()
     // The peer closed, or reset: a reused connection that closed before answering is retried.
     if (n <= 0) return fail(reused_ && filled_ == 0);
+    const bool drained = filled_ + static_cast<size_t>(n) < buffer_.size();
     filled_ += static_cast<size_t>(n);
     if (parse() == Parsed::kEnded) return;
+    // A short read took all there was; what arrives later is named again by the readiness set
+    // (edge-triggered), so asking now would only find nothing. Without a readiness set the
+    // owner polls, and one more read costs the same as the next collect()'s.
+    if (drained && readiness_ && !to_the_close) return;
   }
 }
 

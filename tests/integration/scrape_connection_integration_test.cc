@@ -245,7 +245,8 @@ TEST(ScrapeConnectionTest, ACancelledScrapeIsReportedOnceAsStatusZero) {
 
 TEST(ScrapeConnectionTest, AReadinessSetNamesOnlyTheSocketsWithSomethingToRead) {
   ScriptedEngine quick({Answer{{page(kPage)}}});
-  ScriptedEngine closing({Answer{{page(kPage)}, 0ms, /*close_after=*/true}});
+  // Closes its end 100 ms after answering, i.e. between scrapes.
+  ScriptedEngine closing({Answer{{page(kPage)}, 100ms, /*close_after=*/true}});
   boost::asio::io_context io;
   http::ScrapeReadiness readiness;
   Outcome quick_outcome, closing_outcome;
@@ -256,27 +257,88 @@ TEST(ScrapeConnectionTest, AReadinessSetNamesOnlyTheSocketsWithSomethingToRead) 
   // Both answered through the readiness set alone (no collect() on a socket it did not name).
   ASSERT_TRUE(a->start());
   ASSERT_TRUE(c->start());
-  std::vector<uint64_t> keys;
+  std::vector<http::ScrapeReadiness::Ready> ready;
   const auto deadline = std::chrono::steady_clock::now() + 3s;
   while ((a->busy() || c->busy()) && std::chrono::steady_clock::now() < deadline) {
     io.restart();
     io.poll();
-    readiness.ready(keys);
-    for (const uint64_t key : keys) (key == 1 ? a : c)->onReadable();
+    readiness.ready(ready);
+    for (const auto& r : ready) (r.key == 1 ? a : c)->onReadable(r.peer_closed);
     std::this_thread::sleep_for(2ms);
   }
   EXPECT_EQ(quick_outcome.status, 200);
   EXPECT_EQ(closing_outcome.status, 200);
+  EXPECT_GE(c->nativeHandle(), 0);
   // Between scrapes the set names a socket only when its peer closed it; reading it closes ours.
-  std::this_thread::sleep_for(50ms);
-  readiness.ready(keys);
-  EXPECT_EQ(keys, std::vector<uint64_t>{3});
-  c->onReadable();
+  std::this_thread::sleep_for(150ms);
+  readiness.ready(ready);
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_EQ(ready[0].key, 3u);
+  EXPECT_TRUE(ready[0].peer_closed);
+  c->onReadable(ready[0].peer_closed);
   EXPECT_LT(c->nativeHandle(), 0);
   EXPECT_GE(a->nativeHandle(), 0);
-  readiness.ready(keys);
-  EXPECT_TRUE(keys.empty());
+  readiness.ready(ready);
+  EXPECT_TRUE(ready.empty());
   a->detach();
+  c->detach();
+}
+
+// Starts one scrape on a connection watched by `readiness`, drives the io_context until the
+// engine has read the request, then leaves 50 ms for the answer (and any close) to arrive, and
+// asks the readiness set once.
+std::vector<http::ScrapeReadiness::Ready> startAndAwaitArrival(
+    boost::asio::io_context& io, http::ScrapeConnection& connection,
+    http::ScrapeReadiness& readiness, const ScriptedEngine& engine) {
+  EXPECT_TRUE(connection.start());
+  const auto deadline = std::chrono::steady_clock::now() + 3s;
+  while (engine.requests() == 0 && std::chrono::steady_clock::now() < deadline) {
+    io.restart();
+    io.poll();  // the connect, then the request
+    std::this_thread::sleep_for(1ms);
+  }
+  std::this_thread::sleep_for(50ms);
+  std::vector<http::ScrapeReadiness::Ready> ready;
+  readiness.ready(ready);
+  return ready;
+}
+
+// Edge-triggered, the set names a socket once for an answer and the close that came with it:
+// the close must be acted on then, or the next scrape would write into a closed connection.
+TEST(ScrapeConnectionTest, ACloseThatCameWithTheAnswerClosesTheSocketOnceItIsRead) {
+  ScriptedEngine closing({Answer{{page(kPage)}, 0ms, /*close_after=*/true}});
+  boost::asio::io_context io;
+  http::ScrapeReadiness readiness;
+  Outcome outcome;
+  auto c = connectionTo(io, closing.port(), outcome);
+  c->watchWith(&readiness, 3);
+  auto ready = startAndAwaitArrival(io, *c, readiness, closing);  // the answer and the close
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_TRUE(ready[0].peer_closed);
+  c->onReadable(ready[0].peer_closed);
+  EXPECT_EQ(outcome.status, 200);
+  EXPECT_EQ(outcome.body, kPage);
+  EXPECT_LT(c->nativeHandle(), 0);
+  readiness.ready(ready);
+  EXPECT_TRUE(ready.empty());
+  c->detach();
+}
+
+TEST(ScrapeConnectionTest, AnAnswerCutShortByACloseFailsWhenTheCloseIsNamed) {
+  ScriptedEngine cut({Answer{{"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nabc"}, 0ms,
+                             /*close_after=*/true}});
+  boost::asio::io_context io;
+  http::ScrapeReadiness readiness;
+  Outcome outcome;
+  auto c = connectionTo(io, cut.port(), outcome);
+  c->watchWith(&readiness, 3);
+  const auto ready = startAndAwaitArrival(io, *c, readiness, cut);
+  ASSERT_EQ(ready.size(), 1u);
+  c->onReadable(ready[0].peer_closed);
+  EXPECT_EQ(outcome.status, 0);
+  EXPECT_EQ(outcome.reports, 1);
+  EXPECT_FALSE(c->busy());
+  EXPECT_LT(c->nativeHandle(), 0);
   c->detach();
 }
 

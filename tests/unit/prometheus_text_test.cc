@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -72,6 +75,26 @@ TEST(PrometheusLineTest, SpecialAndScientificValues) {
   EXPECT_DOUBLE_EQ(parse("m +7").sample.value, 7);
   EXPECT_EQ(parse("m 1e999").sample.value, INFINITY);  // saturates like Go's ParseFloat
   EXPECT_EQ(parse("m 1e-999").sample.value, 0.0);
+}
+
+// Plain decimals take a fast path; its result must be the general parse's, bit for bit.
+TEST(PrometheusLineTest, PlainDecimalsEqualTheGeneralParseExactly) {
+  for (std::string_view token :
+       {"0", "-0", "1", "1.0", "0.37", "-3.5", "12.", ".5", "0.1", "0.3", "0.7",
+        "0.999999999999999", "123456789012345", "1234567890123456", "9007199254740993",
+        "3.14159265358979", "0.000001", "0000000000000001", "-0.000000000000001",
+        "42.4200000000000000001", "6976"}) {
+    double expected = 0;
+    const auto [ptr, ec] = std::from_chars(token.data(), token.data() + token.size(), expected);
+    ASSERT_EQ(ec, std::errc()) << token;
+    Parsed p = parse("m " + std::string(token));
+    ASSERT_TRUE(p.ok) << token;
+    EXPECT_EQ(std::bit_cast<uint64_t>(p.sample.value), std::bit_cast<uint64_t>(expected))
+        << token;
+  }
+  for (std::string_view token : {".", "-", "1.2.3", "1-", "-.", "1..2"}) {
+    EXPECT_FALSE(parse("m " + std::string(token)).ok) << token;
+  }
 }
 
 TEST(PrometheusLineTest, TimestampCrlfAndWhitespace) {
