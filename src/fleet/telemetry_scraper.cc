@@ -293,8 +293,8 @@ TimeNs TelemetryScraper::tick() const {
 
 void TelemetryScraper::readAnswers() {
   collect_at_ = -1;
-  // Each ready socket is read until it has nothing more (or closed), so a second batch holds
-  // other sockets; the bound only guards against a socket that stays ready.
+  // Each named socket is read until a short read (or its close), so a second batch holds other
+  // sockets; the bound keeps a tick finite while answers keep arriving.
   for (size_t batch = 0; batch <= slots_.size() / 512 + 1; ++batch) {
     const bool more = readiness_.ready(ready_);
     prefetchTargets(ready_, [](const http::ScrapeReadiness::Ready& r) {
@@ -310,7 +310,7 @@ void TelemetryScraper::readAnswers() {
   // (never on an empty socket) is sent on.
   size_t kept = 0;
   for (const uint32_t slot : to_collect_) {
-    Target* target = slot < slots_.size() ? slots_[slot].get() : nullptr;
+    Target* target = targetAt(slot);
     if (!target || !target->in_flight) continue;
     if (target->connection->sending()) target->connection->collect();
     if (target->in_flight) to_collect_[kept++] = slot;
