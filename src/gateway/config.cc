@@ -310,7 +310,7 @@ GatewayConfig parseNode(const YAML::Node& root) {
       "listen",  "admin_listen", "workers", "routing", "telemetry", "limits",  "timeouts",
       "models",  "reload_poll_interval_ms", "health",  "retry",     "tracing", "logging",
       "decisions", "shared_state", "session_affinity", "async_jobs", "readiness", "admission",
-      "load_monitor", "discovery"};
+      "load_monitor", "discovery", "busy_poll_us"};
   for (auto it = root.begin(); it != root.end(); ++it) {
     const std::string key = it->first.as<std::string>();
     if (!kKnown.count(key) && !isSecurityKey(key)) throw ConfigError(key + ": unknown key");
@@ -321,6 +321,9 @@ GatewayConfig parseNode(const YAML::Node& root) {
     config.admin_listen = scalar<std::string>(root["admin_listen"], "admin_listen");
   }
   if (root["workers"]) config.workers = scalar<int>(root["workers"], "workers");
+  if (root["busy_poll_us"]) {
+    config.busy_poll_us = scalar<int>(root["busy_poll_us"], "busy_poll_us");
+  }
   if (config.workers < 0 || config.workers > kMaxWorkers) {
     throw ConfigError("workers: must be between 0 and " + std::to_string(kMaxWorkers));
   }
@@ -447,6 +450,10 @@ void validate(const GatewayConfig& config) {
   requireAddress(config.admin_listen, "admin_listen");
   if (config.default_strategy.empty()) throw ConfigError("routing.default_strategy: empty");
   requireStrategy(config.default_strategy, "routing.default_strategy");
+  if (config.busy_poll_us < 0 || config.busy_poll_us > kMaxBusyPollUs) {
+    throw ConfigError("busy_poll_us: must be between 0 (off) and " +
+                      std::to_string(kMaxBusyPollUs) + " microseconds");
+  }
   validateSecurity(config);
 }
 
@@ -479,6 +486,15 @@ void applyEnvironment(GatewayConfig& config) {
   if (const char* v = std::getenv("SWITCHYARD_ADMIN_LISTEN")) config.admin_listen = v;
   if (const char* v = std::getenv("SWITCHYARD_DEFAULT_STRATEGY")) config.default_strategy = v;
   if (const char* v = std::getenv("SWITCHYARD_WORKERS")) config.workers = std::atoi(v);
+  if (const char* v = std::getenv("SWITCHYARD_BUSY_POLL_US")) {
+    char* end = nullptr;
+    const long us = std::strtol(v, &end, 10);
+    if (end == v || *end != '\0' || us < 0 || us > kMaxBusyPollUs) {
+      throw ConfigError("SWITCHYARD_BUSY_POLL_US: must be a whole number between 0 and " +
+                        std::to_string(kMaxBusyPollUs));
+    }
+    config.busy_poll_us = static_cast<int>(us);
+  }
   if (const char* v = std::getenv("SWITCHYARD_OTLP_ENDPOINT")) {
     config.observe.tracing.otlp_endpoint = v;
   }

@@ -38,6 +38,7 @@ namespace switchyard::gateway {
 
 // Hot-path worker threads at most (the request queue keeps one bit per worker).
 inline constexpr int kMaxWorkers = 64;
+inline constexpr int kMaxBusyPollUs = 10'000;  // longer windows are a spinning thread
 
 using ConfigError = switchyard::ConfigError;
 
@@ -75,6 +76,7 @@ struct GatewayConfig {
   std::string listen = "127.0.0.1:8888";
   std::string admin_listen = "127.0.0.1:8889";
   int workers = 0;  // 0: one per CPU this process may use (core/cpu_budget.h)
+  int busy_poll_us = 0;  // a worker polls this long before it sleeps (http/event_loop.h); 0: off
   std::string default_strategy = "least-request";
   fleet::LoadBalanceParams load_balance;  // global defaults; models may override
   fleet::TopKParams top_k;                // likewise

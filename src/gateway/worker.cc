@@ -16,6 +16,7 @@
 #include <boost/beast/http.hpp>
 
 #include "gateway/worker_impl.h"
+#include "http/event_loop.h"
 #include "http/listener.h"
 
 namespace switchyard::gateway {
@@ -289,7 +290,9 @@ uint16_t Worker::port() const { return impl_->acceptor.local_endpoint().port(); 
 void Worker::run() {
   asio::co_spawn(impl_->io, impl_->acceptLoop(), asio::detached);
   asio::co_spawn(impl_->io, impl_->sweepLoop(), asio::detached);
-  impl_->io.run();
+  observe::WorkerMetrics& metrics = impl_->observer.metrics();
+  switchyard::http::runEventLoop(impl_->io, std::chrono::microseconds(impl_->config.busy_poll_us),
+                                 [&metrics](int64_t ns) { metrics.countBusyPoll(ns); });
 }
 
 void Worker::beginShutdown() {

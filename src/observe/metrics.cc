@@ -553,9 +553,11 @@ std::string MetricsRegistry::render(const fleet::FleetSnapshot& snapshot, TimeNs
                static_cast<double>(stats.scrape_failures_total));
   uint64_t dropped = stats.spans_dropped_total;
   uint64_t recorded = 0;
+  uint64_t busy_poll_ns = 0;
   for (auto& w : workers_) {
     dropped += w->spans_dropped_.get();
     recorded += w->decisions_recorded_.get();
+    busy_poll_ns += w->busy_poll_ns_.get();
   }
   appendHeader(out, "switchyard_trace_spans_exported_total", "counter",
                "Spans accepted by the OTLP collector.");
@@ -578,6 +580,10 @@ std::string MetricsRegistry::render(const fleet::FleetSnapshot& snapshot, TimeNs
   appendHeader(out, "switchyard_workers", "gauge",
                "Hot-path worker threads (workers: 0 starts one per CPU the process may use).");
   appendSample(out, "switchyard_workers", {}, static_cast<double>(stats.workers));
+  appendHeader(out, "switchyard_worker_busy_poll_seconds_total", "counter",
+               "CPU time workers spent polling for work that did not come (busy_poll_us).");
+  appendSample(out, "switchyard_worker_busy_poll_seconds_total", {},
+               static_cast<double>(busy_poll_ns) / 1e9);
   return out;
 }
 

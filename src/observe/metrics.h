@@ -178,6 +178,7 @@ class WorkerMetrics {
   void countRejected(LimitKind kind) { rejected_[static_cast<size_t>(kind)].add(); }
   void countSpansDropped(uint64_t n = 1) { spans_dropped_.add(n); }
   void countDecisionsRecorded() { decisions_recorded_.add(); }
+  void countBusyPoll(int64_t ns) { busy_poll_ns_.add(static_cast<uint64_t>(ns)); }
 
  private:
   friend class MetricsRegistry;
@@ -203,6 +204,7 @@ class WorkerMetrics {
   std::array<Counter, static_cast<size_t>(LimitKind::kCount)> rejected_;
   Counter spans_dropped_;
   Counter decisions_recorded_;
+  Counter busy_poll_ns_;  // polled without finding work (busy_poll_us)
 };
 
 // Values only the control plane knows, passed to render().

@@ -280,6 +280,25 @@ TEST(WorkerCountTest, WorkersZeroFollowsTheAffinityMask) {
   EXPECT_EQ(pinned.waitExit(deadlineIn(10s)), std::optional<int>(0));
 }
 
+TEST(WorkerCountTest, BusyPollingWorkersServeStreamsCountTheirPollingAndStopOnSigterm) {
+  auto engine = startEngine("L20");
+  TempFile file(singleEngineConfig(engine->port(), "busy_poll_us: 200\n", /*workers=*/2),
+                ".yaml");
+  Process gateway({"gateway", "--config", file.path()});
+  ASSERT_TRUE(waitReady(gateway.port(1)));
+  for (const bool stream : {false, true, false, true}) {
+    const HttpResult r = httpRequest(gateway.port(0), "POST", "/v1/chat/completions",
+                                     chatBody("llama2-7b", 8, stream), kJson);
+    EXPECT_EQ(r.status, 200) << r.body;
+    if (stream) {
+      EXPECT_NE(r.body.find("data: [DONE]"), std::string::npos) << r.body;
+    }
+  }
+  // Every request left the worker waiting on the engine or the client: it polled meanwhile.
+  const std::string page = httpRequest(gateway.port(1), "GET", "/metrics").body;
+  EXPECT_GT(metricSample(page, "switchyard_worker_busy_poll_seconds_total"), 0.0);
+}
+
 // --- Early errors and clients that leave ---
 
 int connectTo(uint16_t port) {

@@ -170,6 +170,25 @@ models:
   EXPECT_EQ(from_env.models[0].candidate_sample, 16u);
 }
 
+TEST(ConfigTest, BusyPollIsOffByDefaultAndBoundedInTheFileAndTheEnvironment) {
+  EXPECT_EQ(parseConfig("models: []\n").busy_poll_us, 0);
+  EXPECT_EQ(parseConfig("busy_poll_us: 50\nmodels: []\n").busy_poll_us, 50);
+  for (const char* bad : {"-1", "10001", "2.5", "soon"}) {
+    EXPECT_THROW(parseConfig(std::string("busy_poll_us: ") + bad + "\nmodels: []\n"),
+                 ConfigError)
+        << bad;
+  }
+  GatewayConfig config = parseConfig("models: []\n");
+  ::setenv("SWITCHYARD_BUSY_POLL_US", "100", 1);
+  applyEnvironment(config);
+  EXPECT_EQ(config.busy_poll_us, 100);
+  for (const char* bad : {"-5", "20000", "10us", ""}) {
+    ::setenv("SWITCHYARD_BUSY_POLL_US", bad, 1);
+    EXPECT_THROW(applyEnvironment(config), ConfigError) << bad;
+  }
+  ::unsetenv("SWITCHYARD_BUSY_POLL_US");
+}
+
 TEST(ConfigTest, AibrixEnvironmentNamesSetTheLoadBalanceDefaults) {
   ::setenv("AIBRIX_LOAD_BALANCE_KV_PRESSURE_ALPHA", "4", 1);
   ::setenv("AIBRIX_LOAD_BALANCE_QUEUED_WEIGHT", "0.25", 1);
