@@ -72,21 +72,21 @@ fleet::EngineSignals fullParse(std::string_view text) {
   return out;
 }
 
-void BM_EngineSignalsEmulatorPage(benchmark::State& state) {
-  const std::string page = emulatorPage();
+// parseEngineSignals over one page, with its size and the allocations per parse.
+void parseSignalsOf(benchmark::State& state, const std::string& page) {
   bench::AllocCounter allocs;
   for (auto _ : state) benchmark::DoNotOptimize(fleet::parseEngineSignals(page));
   allocs.report(state);
   state.counters["page_bytes"] = static_cast<double>(page.size());
 }
+
+void BM_EngineSignalsEmulatorPage(benchmark::State& state) {
+  parseSignalsOf(state, emulatorPage());
+}
 BENCHMARK(BM_EngineSignalsEmulatorPage);
 
 void BM_EngineSignalsFilteredPage(benchmark::State& state) {
-  const std::string page = filteredEmulatorPage();
-  bench::AllocCounter allocs;
-  for (auto _ : state) benchmark::DoNotOptimize(fleet::parseEngineSignals(page));
-  allocs.report(state);
-  state.counters["page_bytes"] = static_cast<double>(page.size());
+  parseSignalsOf(state, filteredEmulatorPage());
 }
 BENCHMARK(BM_EngineSignalsFilteredPage);
 
