@@ -380,20 +380,30 @@ Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& mo
       }
     }
   }
-  for (size_t i = 0; i < m; ++i) {
-    CandidateRow& row = scratch.rows[candidate_rows[i]];
-    row.score = scratch.scores[i];
-    if (eased) row.synthetic_load = scratch.inputs[i].synthetic_load;
-    if (predicted) {
-      row.predicted_ttft = static_cast<float>(scratch.inputs[i].predicted_ttft);
-      row.predicted_tpot = static_cast<float>(scratch.inputs[i].predicted_tpot);
-      row.cost_per_request = static_cast<float>(scratch.inputs[i].cost_per_request);
+  // The candidates' rows get their scores and predictions, and are marked when the picker chose
+  // among the scores up to a cutoff (the top-K and band pickers record that set): one pass,
+  // after the pick.
+  const auto record = [&](double cutoff) {
+    const bool has_cutoff = cutoff > -std::numeric_limits<double>::infinity();
+    for (size_t i = 0; i < m; ++i) {
+      CandidateRow& row = scratch.rows[candidate_rows[i]];
+      row.score = scratch.scores[i];
+      if (eased) row.synthetic_load = scratch.inputs[i].synthetic_load;
+      if (predicted) {
+        row.predicted_ttft = static_cast<float>(scratch.inputs[i].predicted_ttft);
+        row.predicted_tpot = static_cast<float>(scratch.inputs[i].predicted_tpot);
+        row.cost_per_request = static_cast<float>(scratch.inputs[i].cost_per_request);
+      }
+      if (prefix) {
+        row.prefix_blocks = static_cast<int32_t>(scratch.inputs[i].prefix_blocks);
+        row.prefix_exact = scratch.inputs[i].prefix_exact;
+      }
+      if (has_cutoff && row.score <= cutoff) {
+        row.in_pick_set = true;
+        ++decision.pick_set;
+      }
     }
-    if (prefix) {
-      row.prefix_blocks = static_cast<int32_t>(scratch.inputs[i].prefix_blocks);
-      row.prefix_exact = scratch.inputs[i].prefix_exact;
-    }
-  }
+  };
   if (prefix && request.prefix != nullptr) {
     decision.prefix_total_blocks = request.prefix->total_blocks;
     decision.prefix_block_tokens = request.prefix->block_tokens;
@@ -403,11 +413,11 @@ Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& mo
   }
   if (alone.hold) {
     // Every candidate would miss the SLO: nothing is chosen, the request waits at the gateway.
+    record(-std::numeric_limits<double>::infinity());
     decision.hold = true;
     return decision;
   }
   int picked = -1;
-  // The top-K and band pickers choose among the scores up to a cutoff: that set is recorded.
   double cutoff = -std::numeric_limits<double>::infinity();
   if (alone.top_k > 0) {
     scratch.pick_order.resize(m);
@@ -418,12 +428,7 @@ Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& mo
   } else {
     picked = pickLowest(scratch.scores, scratch.tiebreak, rng);
   }
-  for (size_t i = 0; i < m && cutoff > -std::numeric_limits<double>::infinity(); ++i) {
-    if (scratch.scores[i] <= cutoff) {
-      scratch.rows[candidate_rows[i]].in_pick_set = true;
-      ++decision.pick_set;
-    }
-  }
+  record(cutoff);
   decision.chosen = static_cast<int>(scratch.candidates[picked]);
   return decision;
 }

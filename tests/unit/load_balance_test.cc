@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <map>
+#include <utility>
 #include <vector>
 
 #include "fleet/fleet_registry.h"
@@ -332,18 +333,24 @@ TEST_F(LoadBalanceTest, ShapeAwareFallsBackWhileNothingIsLearned) {
 }
 
 // A decision whose candidates are all plain (fresh telemetry, not warming) is scored in one pass
-// from the replicas; one stale replica sends every candidate through the gathered table
-// instead. Both must give the other candidates the very same scores.
+// from the replicas; one stale replica sends every candidate through the gathered table instead.
+// Both must give the other candidates the very same scores, KV-critical ones included, with
+// every form of the score.
 TEST_F(LoadBalanceTest, OnePassAndGatheredScoresAgree) {
   Rng draw(3);
+  constexpr int kReplicas = 19;
   for (const char* strategy : {"load-balance", "load-balance-shape-aware"}) {
-    for (fleet::LoadBalanceScore form :
-         {fleet::LoadBalanceScore::kUtilization, fleet::LoadBalanceScore::kRequestsPerCapacity}) {
+    // Each form of the score: utilisation with and without its band, requests per capacity.
+    for (const auto& [form, band] :
+         {std::pair{fleet::LoadBalanceScore::kUtilization, 0.03},
+          std::pair{fleet::LoadBalanceScore::kUtilization, 0.0},
+          std::pair{fleet::LoadBalanceScore::kRequestsPerCapacity, 0.03}}) {
       fleet::LoadBalanceParams params;
       params.score = form;
+      params.fastest_within = band;
       params.queued_weight = 0.5;
-      build(16, params);
-      for (int i = 0; i < 16; ++i) {
+      build(kReplicas, params);
+      for (int i = 0; i < kReplicas; ++i) {
         replica(i).counters().requests_total.store(50 + draw.below(50));
         replica(i).counters().input_tokens_total.store(20000 + draw.below(20000));
         replica(i).counters().output_tokens_total.store(5000 + draw.below(5000));
@@ -354,13 +361,13 @@ TEST_F(LoadBalanceTest, OnePassAndGatheredScoresAgree) {
       }
       set(0, 3, 1000, 0.0);  // the least KV pressure: staleness can only make it worse
       const Decision one_pass = decide(strategy, {1200, 300});
-      std::vector<double> expected(16);
-      for (int i = 0; i < 16; ++i) expected[i] = score(one_pass, i);
+      std::vector<double> expected(kReplicas);
+      for (int i = 0; i < kReplicas; ++i) expected[i] = score(one_pass, i);
       fleet::EngineSignals old;
       old.kv_usage = 0.0;
       replica(0).storeSignals(old, now_ - 10 * kNsPerSec);
       const Decision gathered = decide(strategy, {1200, 300});
-      for (int i = 1; i < 16; ++i) {
+      for (int i = 1; i < kReplicas; ++i) {
         EXPECT_EQ(score(gathered, i), expected[i]) << strategy << " replica " << i;
       }
       EXPECT_GT(score(gathered, 0), expected[0]) << strategy << ": stale, scored at the worst";

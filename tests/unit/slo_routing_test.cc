@@ -231,6 +231,13 @@ TEST_F(SloRoutingTest, PullingHoldsWhenNoReplicaWouldMeetTheSlo) {
   const Decision held = decide("slo", 64);
   EXPECT_TRUE(held.hold);
   EXPECT_EQ(held.chosen, -1);
+  // A held decision still explains itself: each candidate's predicted time per token (all past
+  // the objective) is in its row, and no pick set is marked.
+  EXPECT_EQ(held.pick_set, 0u);
+  for (const CandidateRow& row : held.rows) {
+    EXPECT_GT(row.predicted_tpot, 0.05) << row.replica_index;
+    EXPECT_FALSE(row.in_pick_set) << row.replica_index;
+  }
   const Decision pulled = decide("slo-least-load-pulling", 64);
   EXPECT_TRUE(pulled.hold);
   // The non-pulling variants still route, to the least violation.
