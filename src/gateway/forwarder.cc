@@ -169,9 +169,11 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
   head.append("\r\n");
 
   UpstreamPool::Stream upstream = pool.take(replica.get(), now());
-  // Watches the client for the whole exchange: one arming per request.
-  const switchyard::http::PeerWatchScope watching(conn.watch, conn.stream.socket(),
-                                                  &cancelUpstream, &upstream);
+  // Watches the client for the whole exchange: one arming per request, its wait started once
+  // the request has lasted kPeerWatchDelay.
+  const switchyard::http::PeerWatchScope watching(
+      conn.watch, conn.stream.socket(), &cancelUpstream, &upstream,
+      {&peer_arming, std::chrono::nanoseconds(target.arrived >= 0 ? started - target.arrived : 0)});
   std::optional<http::response_parser<http::buffer_body>> parser;
   for (int tries = 0;; ++tries) {
     const bool reused = upstream != nullptr;

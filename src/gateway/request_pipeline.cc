@@ -374,7 +374,7 @@ asio::awaitable<AttemptOutcome> Worker::Impl::attempt(ClientConnection& conn, Re
                          {plan.spec.text, plan.request_id, plan.generated_id,
                           plan.prompt_estimate, plan.keep_alive, may_retry,
                           ForwardMode::kNormal, plan.work_units,
-                          plan.streamed ? plan.prompt_estimate : 0});
+                          plan.streamed ? plan.prompt_estimate : 0, plan.arrived});
     queue.slotFreed(model);  // this request's slot (whatever the result) may serve a waiter
     if (!conn.job_id.empty()) {
       shared->recordJob(conn.job_id, model.name, replica->name(), config.async_jobs.ttl);
@@ -401,8 +401,11 @@ asio::awaitable<QueueTurn> Worker::Impl::waitTurn(ClientConnection& conn,
                                                   const ProxyPlan& plan,
                                                   RequestQueue::Waiter& waiter,
                                                   std::optional<Refusal>& refusal) {
-  const switchyard::http::PeerWatchScope watching(conn.watch, conn.stream.socket(), &wakeWaiter,
-                                                  &waiter.timer);
+  // Re-entered at every re-check while at the queue's head: the watch's delay counts from the
+  // request's arrival, not from this wait.
+  const switchyard::http::PeerWatchScope watching(
+      conn.watch, conn.stream.socket(), &wakeWaiter, &waiter.timer,
+      {&peer_arming, std::chrono::nanoseconds(now() - plan.arrived)});
   const fleet::AdmissionParams& params = model.admission;
   for (;;) {
     waiter.timer.expires_after(asDuration(params.recheck));

@@ -53,6 +53,7 @@ Worker::Impl::Impl(int index_in, const GatewayConfig& config_in,
       rng(0x5EED0000u + static_cast<uint64_t>(index_in) * 7919u +
           static_cast<uint64_t>(SteadyClock::instance().now())),
       sweep_timer(io),
+      peer_arming(io.get_executor(), kPeerWatchDelay),
       observer(observer_in),
       shared(shared_state.makeClient(io.get_executor())),
       shared_notice(index_in),

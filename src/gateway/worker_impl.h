@@ -60,6 +60,10 @@ using Request = http::request<http::string_body>;
 inline constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 
 inline constexpr size_t kPieceSize = 32 * 1024;
+// How long a request runs before the gateway watches its client for leaving (PeerWatchArming):
+// short enough that abandoned work stops within a tick of it, long enough that the requests
+// answered within milliseconds never pay for a watch.
+inline constexpr std::chrono::milliseconds kPeerWatchDelay{50};
 inline constexpr uint64_t kUpstreamBodyLimit = uint64_t{4} << 30;
 inline constexpr int kMaxAttempts = 10;       // upper bound of retry.max_attempts
 inline constexpr int kMaxAdmissionRaces = 8;  // re-picks after losing an in-flight admission race
@@ -127,6 +131,7 @@ struct ForwardTarget {
   // Prompt tokens counted in the replica's prefill_pending_tokens until the first body byte:
   // the estimate for a streamed request, 0 otherwise (a whole answer's first byte is its end).
   int64_t prefill_tokens = 0;
+  TimeNs arrived = -1;  // when the request arrived (-1: count from this forward)
 };
 
 class QueueSeat;
@@ -197,6 +202,7 @@ struct Worker::Impl {
   PrefixStage prefix;
   Rng rng;
   asio::steady_timer sweep_timer;
+  switchyard::http::PeerWatchArming peer_arming;  // clients watched once a request lasts
   std::atomic<int64_t> inflight{0};
   std::atomic<bool> stopping{false};
   observe::WorkerObserver& observer;
