@@ -17,6 +17,7 @@
 #include "api/usage_scanner.h"
 #include "fleet/completion_accounting.h"
 #include "gateway/worker_impl.h"
+#include "http/parse_buffered.h"
 
 namespace switchyard::gateway {
 namespace {
@@ -30,23 +31,6 @@ void cancelUpstream(void* upstream) {
 }
 
 constexpr size_t kEventPieceSize = 4 * 1024;
-
-// Parses what the upstream buffer already holds into the body's remaining room, element by
-// element (Beast's read stops after each chunk), and stops where more input is needed: events
-// that arrived together leave in one client write, and none waits for the next to arrive (the
-// parser's eager mode would wait, reading on for a chunk header cut in two).
-template <class Parser>
-boost::system::error_code parseBuffered(Parser& parser, beast::flat_buffer& buffer) {
-  while (!parser.is_done() && buffer.size() > 0 && parser.get().body().size > 0) {
-    boost::system::error_code ec;
-    const size_t used = parser.put(buffer.data(), ec);
-    buffer.consume(used);
-    if (ec == http::error::need_more || ec == http::error::need_buffer) return {};
-    if (ec) return ec;
-    if (used == 0) return {};
-  }
-  return {};
-}
 
 }  // namespace
 
@@ -278,11 +262,16 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
     if (!parser->is_done()) {
       response.body().data = conn.piece.get();
       response.body().size = piece_room;
-      upstream->expires_after(asDuration(model.timeouts.idle));
-      auto [ec, n] = co_await http::async_read_some(*upstream, conn.upstream_buffer, *parser,
-                                                    kTuple);
-      if (ec == http::error::need_buffer) ec = {};
-      if (!ec) ec = parseBuffered(*parser, conn.upstream_buffer);
+      // What came with the head or the last read goes first, without a pass of the event loop.
+      boost::system::error_code ec =
+          switchyard::http::parseBuffered(*parser, conn.upstream_buffer);
+      if (!ec && response.body().size == piece_room && !parser->is_done()) {
+        upstream->expires_after(asDuration(model.timeouts.idle));
+        std::tie(ec, std::ignore) = co_await http::async_read_some(
+            *upstream, conn.upstream_buffer, *parser, kTuple);
+        if (ec == http::error::need_buffer) ec = {};
+        if (!ec) ec = switchyard::http::parseBuffered(*parser, conn.upstream_buffer);
+      }
       got = piece_room - response.body().size;
       if (ec && conn.watch->gone) {
         observer.onClientCancelled(conn.observed, first_byte_at < 0

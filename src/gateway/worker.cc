@@ -18,6 +18,7 @@
 #include "gateway/worker_impl.h"
 #include "http/event_loop.h"
 #include "http/listener.h"
+#include "http/parse_buffered.h"
 
 namespace switchyard::gateway {
 namespace {
@@ -159,7 +160,9 @@ asio::awaitable<void> Worker::Impl::serve(tcp::socket socket) {
         auto [wec, wn] = co_await asio::async_write(conn.stream, asio::buffer(kContinue), kTuple);
         if (wec) break;
       }
-      if (!ec) {
+      // A body that came with the header is parsed without a pass of the event loop.
+      if (!ec) ec = switchyard::http::parseBuffered(parser, conn.buffer);
+      if (!ec && !parser.is_done()) {
         std::tie(ec, n) = co_await http::async_read(conn.stream, conn.buffer, parser, kTuple);
         if (ec == beast::error::timeout) limits.count(admission::ClientLimit::kBodyTime);
       }
