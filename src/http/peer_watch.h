@@ -33,7 +33,7 @@ struct PeerWatch {
   void* context = nullptr;
 };
 
-// Starts the watches of one executor's connections only once their scope has lasted `delay`.
+// Starts the watches of one executor's connections only once their work has lasted `delay`.
 // Each wait costs a system call (Asio re-arms the socket's edge-triggered epoll registration
 // with epoll_ctl), a fifth of those of a request answered within milliseconds, while what the
 // watch is for, stopping engine work nobody will read, matters only for requests that last.
