@@ -8,6 +8,7 @@
 #include "cli/optimize_command.h"
 #include "cli/profile_command.h"
 #include "cli/simulate_command.h"
+#include "core/huge_pages.h"
 #include "core/version.h"
 #include "engine/engine_command.h"
 #include "gateway/gateway.h"
@@ -198,7 +199,10 @@ int main(int argc, char** argv) {
   for (const char* name : {"profile", "gen-profile", "optimize", "keys"}) {
     if (app.got_subcommand(name)) return command_exit;
   }
-  if (simulate->parsed()) return switchyard::cli::runSimulate(simulate_options);
+  if (simulate->parsed()) {
+    switchyard::reexecWithHugePages(argv);  // a large heap read at random (core/huge_pages.h)
+    return switchyard::cli::runSimulate(simulate_options);
+  }
   if (drain_wait->parsed()) return switchyard::cli::runDrainWait(drain_wait_options);
   if (demo->parsed()) return switchyard::cli::runDemo(demo_options);
   if (bench->parsed()) return switchyard::cli::runBench(bench_options);

@@ -20,6 +20,8 @@ BatchingModel::BatchingModel(PerfConfig config) : config_(std::move(config)) {
         fmt::format("invalid performance config for {} on {}", config_.model, config_.gpu));
   }
   free_blocks_ = config_.kv_blocks;
+  kv_blocks_ = config_.kv_blocks;
+  block_size_ = config_.block_size;
   step_overhead_ns_ = config_.step_overhead_ns;
   seq_overhead_ns_ = config_.seq_overhead_ns;
   compute_ns_per_token_ =
@@ -48,6 +50,7 @@ void BatchingModel::setSlowdown(double factor) {
   // Applies from the next step on; the step in flight was already launched.
   slowdown_ = factor > 0 && std::isfinite(factor) ? factor : 1;
   lookahead_at_ = -1;
+  next_event_ = kNotKnown;
 }
 
 BatchingModel::Seq& BatchingModel::newSeq() {
@@ -94,6 +97,7 @@ void BatchingModel::submit(const ModelRequest& request, TimeNs now) {
   seq.arrival = now;
   seq.ready = now + config_.request_overhead_ns;
   lookahead_at_ = -1;
+  next_event_ = kNotKnown;
   if (config_.request_overhead_ns > 0) {
     pending_.push_back(&seq);  // startStep() moves it on once it is ready
     return;
@@ -103,6 +107,11 @@ void BatchingModel::submit(const ModelRequest& request, TimeNs now) {
 }
 
 TimeNs BatchingModel::nextEventTime() const {
+  if (next_event_ == kNotKnown) next_event_ = findNextEvent();
+  return next_event_;
+}
+
+TimeNs BatchingModel::findNextEvent() const {
   if (!in_step_) return pending_.empty() ? -1 : pending_.front()->ready;
   // With milestones, a run of group-only steps (nothing else running, waiting or about to be)
   // reports nothing until a member finishes or a KV shortage changes the schedule: the end of
@@ -111,7 +120,7 @@ TimeNs BatchingModel::nextEventTime() const {
     return step_end_;
   }
   if (lookahead_at_ >= 0) return lookahead_at_;
-  const int64_t bs = config_.block_size;
+  const int64_t bs = block_size_;
   const int64_t top = next_finish_at_;
   int64_t free = free_blocks_ + evictable_blocks_;
   TimeNs end = step_end_;
@@ -130,6 +139,7 @@ void BatchingModel::cancel(RequestId id, TimeNs now) {
   Seq* seq = findLive(id);
   if (seq == nullptr) return;
   lookahead_at_ = -1;
+  next_event_ = kNotKnown;
   // A member of the decoding group is brought up to date first (the others stay in the group),
   // so the tokens computed for it count.
   if (seq->lazy) leave(*seq, group_in_step_);
@@ -148,6 +158,10 @@ void BatchingModel::cancel(RequestId id, TimeNs now) {
 }
 
 void BatchingModel::advance(TimeNs now, std::vector<TokenEvent>& events) {
+  // Nothing due (a priced look-ahead is never earlier than the step in flight's end): nothing
+  // changes, not even the next event's time.
+  if (in_step_ && step_end_ > now) return;
+  next_event_ = kNotKnown;
   if (lookahead_at_ >= 0 && lookahead_at_ <= now) lookahead_at_ = -1;  // reached: price anew
   for (;;) {
     if (in_step_) {
@@ -413,6 +427,7 @@ void BatchingModel::startStep(TimeNs at) {
 
 void BatchingModel::setDetail(Detail detail, bool lazy) {
   leaveAll();
+  next_event_ = kNotKnown;
   detail_ = detail;
   lazy_enabled_ = lazy && detail == Detail::kMilestones;
 }
@@ -631,12 +646,12 @@ EngineLoad BatchingModel::load() const {
   load.running = static_cast<int>(running_.size());
   load.waiting = static_cast<int>(waiting_.size());
   load.kv_usage = 1.0 - static_cast<double>(free_blocks_ + evictable_blocks_) /
-                            static_cast<double>(config_.kv_blocks);
+                            static_cast<double>(kv_blocks_);
   load.preemptions_total = preemptions_;
   load.busy_seconds_total = busy_seconds_;
   load.generated_tokens_total = generated_;
-  load.kv_capacity_tokens = config_.kvCapacityTokens();
-  load.kv_block_size = config_.block_size;
+  load.kv_capacity_tokens = kv_blocks_ * block_size_;
+  load.kv_block_size = static_cast<int>(block_size_);
   load.prefix_cache_queries_total = prefix_queries_;
   load.prefix_cache_hits_total = prefix_hits_;
   load.aborted_requests_total = aborted_;

@@ -117,6 +117,7 @@ class BatchingModel final : public EngineModel {
     uint64_t tick = 0;  // key in lru_ while refs == 0
   };
 
+  TimeNs findNextEvent() const;  // nextEventTime() computed (it caches the answer)
   void startStep(TimeNs at);
   // The two schedulers (header comment); each fills step_ and the step's totals.
   struct StepPlan {
@@ -160,71 +161,78 @@ class BatchingModel final : public EngineModel {
   void acquirePrefix(Seq& seq);
   void shareFullBlocks(Seq& seq);
 
-  PerfConfig config_;
-  // Hot state of a step, together: the roofline's coefficients (from config_), the group.
+  // Member order is a layout: in a fleet simulation every model is cold when its turn comes, and
+  // a telemetry read (nextEventTime(), advance() with nothing due, load()) or a step should touch
+  // as few cache lines as it can. First what those reads need, then a step's state, then the
+  // rest (the KV cache's maps, the configuration's names, KV events).
+  bool in_step_ = false;
+  bool group_in_step_ = false;  // the step in flight decodes the group
+  bool lazy_enabled_ = false;
+  bool kv_events_ = false;
+  Detail detail_ = Detail::kEveryToken;
+  int step_decode_steps_ = 1;  // decode steps in the step in flight (multi-step)
+  TimeNs step_end_ = 0;
+  mutable TimeNs lookahead_at_ = -1;  // nextEventTime() over group-only steps; -1: not known
+  // nextEventTime()'s answer until the model changes (kNotKnown): a telemetry read of a model
+  // with nothing due then touches this line only.
+  static constexpr TimeNs kNotKnown = std::numeric_limits<TimeNs>::min();
+  mutable TimeNs next_event_ = kNotKnown;
+  int64_t free_blocks_ = 0;
+  int64_t evictable_blocks_ = 0;
+  int64_t kv_blocks_ = 0;  // config_'s, here with the other figures load() reads
+  int64_t block_size_ = 0;
+  int64_t preemptions_ = 0;
+  double busy_seconds_ = 0;
+  int64_t generated_ = 0;
+  int64_t prefix_queries_ = 0;
+  int64_t prefix_hits_ = 0;
+  int64_t aborted_ = 0;
+  double aborted_running_seconds_ = 0;
+  int64_t aborted_tokens_ = 0;
+  // A live Seq is in exactly one of pending_, waiting_ and running_ (cancel() finds it there).
+  std::vector<Seq*> running_;  // admission order
+  std::vector<Seq*> step_;     // scheduled in the step in flight; nullptr once cancelled
+  std::deque<Seq*> pending_;   // submitted, not schedulable yet (request overhead); FIFO
+  std::deque<Seq*> waiting_;
+  // The decoding group and the roofline's coefficients (from config_).
+  int64_t group_steps_ = 0;  // steps the group has decoded
+  int64_t group_size_ = 0;
+  int64_t group_sum_ = 0;  // Σ (num_computed − lazy_base) over the members
+  int64_t next_finish_at_ = std::numeric_limits<int64_t>::max();  // the heap's top
+  TimeNs step_start_ = 0;
   double compute_ns_per_token_ = 0;
   double memory_ns_base_ = 0;
   double memory_ns_per_context_token_ = 0;
   TimeNs step_overhead_ns_ = 0;
   TimeNs seq_overhead_ns_ = 0;
   double slowdown_ = 1;
-  bool group_in_step_ = false;  // the step in flight decodes the group
-  int64_t group_steps_ = 0;     // steps the group has decoded
-  int64_t group_size_ = 0;
-  int64_t group_sum_ = 0;  // Σ (num_computed − lazy_base) over the members
-  int64_t next_finish_at_ = std::numeric_limits<int64_t>::max();  // the heap's top
-  std::array<int32_t, 32> due_inline_{};     // block_due_ for block sizes up to 32
-  // Every request's Seq lives in pool_ (addresses stable) and is reused once it is done, so a
-  // request costs no allocation or lookup once warm and a finish-heap entry can point at its Seq.
-  // A live Seq is in exactly one of pending_, waiting_ and running_ (cancel() finds it there).
-  std::deque<Seq> pool_;
-  std::vector<Seq*> free_seqs_;
-  std::deque<Seq*> pending_;  // submitted, not schedulable yet (request overhead); FIFO
-  std::deque<Seq*> waiting_;
-  std::vector<Seq*> running_;  // admission order
-  std::vector<Seq*> step_;     // scheduled in the step in flight; nullptr once cancelled
-  bool in_step_ = false;
-  TimeNs step_start_ = 0;
-  TimeNs step_end_ = 0;
-  int step_decode_steps_ = 1;  // decode steps in the step in flight (multi-step)
-
-  int64_t free_blocks_ = 0;
-  int64_t evictable_blocks_ = 0;
-  std::unordered_map<uint64_t, CacheEntry> cache_;
-  std::map<uint64_t, uint64_t> lru_;  // tick -> hash of entries nobody holds
-  uint64_t tick_ = 0;
-
-  int64_t preemptions_ = 0;
-  double busy_seconds_ = 0;
-  int64_t generated_ = 0;
-
-  Detail detail_ = Detail::kEveryToken;
-  bool lazy_enabled_ = false;
-  uint64_t next_order_ = 0;
-  // The decoding group.
+  std::array<int32_t, 32> due_inline_{};  // block_due_ for block sizes up to 32
   struct FinishEntry {
     int64_t at = 0;  // group_steps_ at which the member has its last token
     Seq* seq = nullptr;
     uint32_t tag = 0;  // stale when it differs from the Seq's (left the group, or reused)
     bool operator>(const FinishEntry& o) const { return at > o.at; }
   };
-  TimeNs group_last_end_ = -1;  // the end of the group's last step
-  uint32_t next_tag_ = 0;
-  std::vector<int32_t> block_due_;        // the same for larger block sizes
   std::vector<FinishEntry> finish_heap_;  // min-heap on `at`; stale entries skipped
-  std::vector<Seq*> done_ptrs_;           // scratch: requests finished this step
   std::vector<Seq*> finishing_;           // scratch: members finishing this step
   std::vector<Seq*> eager_;               // running requests outside the group, in admission order
-  mutable TimeNs lookahead_at_ = -1;      // nextEventTime() over group-only steps; -1: not known
-  bool kv_events_ = false;
+  std::vector<Seq*> done_ptrs_;           // scratch: requests finished this step
+  TimeNs group_last_end_ = -1;            // the end of the group's last step
+  uint64_t next_order_ = 0;
+  uint32_t next_tag_ = 0;
+  std::vector<int32_t> block_due_;  // the same for larger block sizes
+  // Every request's Seq lives in pool_ (addresses stable) and is reused once it is done, so a
+  // request costs no allocation or lookup once warm and a finish-heap entry can point at its Seq.
+  std::vector<Seq*> free_seqs_;
+  std::deque<Seq> pool_;
+
+  PerfConfig config_;
+  std::unordered_map<uint64_t, CacheEntry> cache_;
+  std::map<uint64_t, uint64_t> lru_;  // tick -> hash of entries nobody holds
+  uint64_t tick_ = 0;
   std::vector<fleet::kv_index::KvEvent> kv_pending_;
   void recordStored(const Seq& seq, size_t block);
   void recordRemoved(uint64_t hash);
-  int64_t prefix_queries_ = 0;
-  int64_t prefix_hits_ = 0;
-  int64_t aborted_ = 0;
-  double aborted_running_seconds_ = 0;
-  int64_t aborted_tokens_ = 0;
 };
 
 }  // namespace switchyard::engine

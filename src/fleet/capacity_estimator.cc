@@ -46,45 +46,81 @@ void CapacityEstimator::smooth(double& estimate, double rate, TimeNs dt) {
   estimate += alpha * (rate - estimate);
 }
 
-CapacityEstimator::CurvePoint CapacityEstimator::decodeFromTokenTimes() {
+CapacityEstimator::Point CapacityEstimator::pointBetween(const Sample& a, const Sample& b) {
   // One point per refresh interval that timed tokens: (concurrency, seconds per token), weighted
   // by its tokens. The concurrency is the one the responses themselves saw (token_concurrency),
   // or, from a source that does not count it, the mean of the interval's two end samples: a
   // response that took seconds saw more than the instant it completed at, and pairing it with
   // that instant flattens the fitted slope.
-  const auto for_each_point = [this](auto&& use) {
-    for (size_t j = 1; j < samples_.size(); ++j) {
-      const Sample& a = samples_[j - 1];
-      const Sample& b = samples_[j];
-      const double w = static_cast<double>(b.counters.timed_tokens - a.counters.timed_tokens);
-      if (w <= 0) continue;
-      const double seconds =
-          static_cast<double>(b.counters.token_time_ns - a.counters.token_time_ns) / kNsPerSec;
-      const double seen =
-          static_cast<double>(b.counters.token_concurrency - a.counters.token_concurrency);
-      use(w, seconds / w, seen > 0 ? 0.5 * seen / w : 0.5 * (a.concurrency + b.concurrency));
-    }
-  };
-  double w_sum = 0, n_sum = 0, t_sum = 0;
-  bool all_concurrency = true;
-  for_each_point([&](double w, double t, double n) {
-    all_concurrency &= !std::isnan(n);
-    w_sum += w;
-    n_sum += w * n;
-    t_sum += w * t;
-  });
-  if (w_sum <= 0 || t_sum <= 0) return {kNaN, kNaN};
-  const double t_mean = t_sum / w_sum;  // token-weighted mean seconds per token
+  Point p;
+  const double w = static_cast<double>(b.counters.timed_tokens - a.counters.timed_tokens);
+  if (w <= 0) return p;
+  const double seconds =
+      static_cast<double>(b.counters.token_time_ns - a.counters.token_time_ns) / kNsPerSec;
+  const double seen =
+      static_cast<double>(b.counters.token_concurrency - a.counters.token_concurrency);
+  p.w = w;
+  p.t = seconds / w;
+  p.n = seen > 0 ? 0.5 * seen / w : 0.5 * (a.concurrency + b.concurrency);
+  p.unknown_n = std::isnan(p.n);
+  return p;
+}
+
+void CapacityEstimator::PointSums::add(const Point& p, double sign) {
+  if (p.w <= 0) return;
+  if (points == 0) {
+    *this = {};
+    n0 = p.unknown_n ? 0 : p.n;
+    t0 = p.t;
+  }
+  points += sign > 0 ? 1 : -1;
+  if (p.unknown_n) unknown_n += sign > 0 ? 1 : -1;
+  if (points == 0) {
+    *this = {};  // empty: no rounding residue carried into the next points
+    return;
+  }
+  const double sw = sign * p.w;
+  const double dn_i = p.unknown_n ? 0 : p.n - n0;
+  const double dt_i = p.t - t0;
+  w += sw;
+  dn += sw * dn_i;
+  dt += sw * dt_i;
+  dnn += sw * dn_i * dn_i;
+  dnt += sw * dn_i * dt_i;
+}
+
+void CapacityEstimator::resum() {
+  sums_ = {};
+  for (size_t j = 1; j < samples_.size(); ++j) sums_.add(samples_[j].point, 1);
+  dropped_since_resum_ = 0;
+}
+
+void CapacityEstimator::append(const Sample& sample) {
+  if (samples_.full()) samples_.set_capacity(std::max<size_t>(8, 2 * samples_.capacity()));
+  samples_.push_back(sample);
+}
+
+void CapacityEstimator::dropOldest() {
+  // The second sample becomes the oldest: its interval leaves the window.
+  samples_.pop_front();
+  sums_.add(samples_.front().point, -1);
+  samples_.front().point = {};
+  if (++dropped_since_resum_ >= samples_.size()) resum();
+}
+
+CapacityEstimator::CurvePoint CapacityEstimator::decodeFromTokenTimes() {
+  // The weighted least-squares line through the window's points (header comment), from their
+  // sums of deviations: Σw(n − n̄)² = Σw·dn² − (Σw·dn)²/Σw, likewise for n and t.
+  const PointSums& s = sums_;
+  const double t_mean = s.w > 0 ? s.t0 + s.dt / s.w : 0;  // token-weighted seconds per token
+  if (s.w <= 0 || !(t_mean > 0)) return {kNaN, kNaN};
   double slope = 0;
   double n_mean = kNaN;
-  if (all_concurrency) {
-    n_mean = n_sum / w_sum;
-    double s_nn = 0, s_nt = 0;
-    for_each_point([&](double w, double t, double n) {
-      s_nn += w * (n - n_mean) * (n - n_mean);
-      s_nt += w * (n - n_mean) * (t - t_mean);
-    });
-    slope = s_nt / (s_nn + kSlopePriorVariance * w_sum);
+  if (s.unknown_n == 0) {
+    n_mean = s.n0 + s.dn / s.w;
+    const double s_nn = std::max(0.0, s.dnn - s.dn * s.dn / s.w);
+    const double s_nt = s.dnt - s.dn * s.dt / s.w;
+    slope = s_nt / (s_nn + kSlopePriorVariance * s.w);
     // Per-token time does not fall with load, and t(0) = a cannot be negative.
     const double max_slope = n_mean > 0 ? t_mean / n_mean : 0;
     slope = std::clamp(slope, 0.0, max_slope);
@@ -104,9 +140,10 @@ void CapacityEstimator::observe(TimeNs now, const CapacityCounters& cumulative,
   if (!(concurrency >= 0)) concurrency = kNaN;  // unknown (NaN or negative)
   if (!samples_.empty() && wentBackwards(cumulative, samples_.back().counters)) {
     samples_.clear();  // a summed source lost a contributor: restart the window, keep estimates
+    resum();
   }
   if (samples_.empty()) {
-    samples_.push_back({now, cumulative, concurrency});
+    append({now, cumulative, concurrency, {}});
     last_update_ = now;
     return;
   }
@@ -115,9 +152,12 @@ void CapacityEstimator::observe(TimeNs now, const CapacityCounters& cumulative,
   const bool new_tokenless = cumulative.tokenless_requests > previous.tokenless_requests;
   const bool new_prefill = cumulative.prefill_tokens > previous.prefill_tokens &&
                            cumulative.prefill_ns > previous.prefill_ns;
-  samples_.push_back({now, cumulative, concurrency});
+  append({now, cumulative, concurrency, {}});
+  Sample& newest = samples_.back();
+  newest.point = pointBetween(samples_[samples_.size() - 2], newest);
+  sums_.add(newest.point, 1);
   // Keep one sample at or before the window's start so the window spans the full period.
-  while (samples_.size() > 2 && samples_[1].at <= now - settings_.window) samples_.pop_front();
+  while (samples_.size() > 2 && samples_[1].at <= now - settings_.window) dropOldest();
 
   const Sample& oldest = samples_.front();
   const TimeNs span = now - oldest.at;

@@ -35,12 +35,13 @@
 // A refresh in which nothing completed carries no information about speed (the replica was idle,
 // not slow): the previous estimate is kept rather than decayed. A counter that goes backwards (a
 // summed source lost a contributor) restarts the window and keeps the estimate.
-// Pure: time and concurrency are passed in. Not thread-safe. observe() costs O(window samples).
+// Pure: time and concurrency are passed in. Not thread-safe. observe() costs O(1) amortised.
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <limits>
+
+#include <boost/circular_buffer.hpp>
 
 #include "core/clock.h"
 #include "fleet/replica_state.h"
@@ -89,11 +90,33 @@ class CapacityEstimator {
 
  private:
   static constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  // One refresh interval's point of the fit: concurrency n and seconds per token t, weighted by
+  // its timed tokens w (0: the interval timed none and is not a point).
+  struct Point {
+    double w = 0, n = 0, t = 0;
+    bool unknown_n = false;
+  };
   struct Sample {
     TimeNs at;
     CapacityCounters counters;
     double concurrency;  // NaN unknown
+    Point point;         // of the interval ending here; none for the window's oldest sample
   };
+  // The window's points summed, kept as samples come and go so a refresh costs O(1); re-summed
+  // exactly once the window has turned over, so rounding cannot accumulate. The sums are of
+  // deviations from the first point summed (n0, t0): equal concurrencies give an exactly flat
+  // fit, and nearly equal ones do not lose their spread to cancellation.
+  struct PointSums {
+    int64_t points = 0;
+    int64_t unknown_n = 0;
+    double n0 = 0, t0 = 0;
+    double w = 0, dn = 0, dt = 0, dnn = 0, dnt = 0;  // Σw, Σw·(n−n0), Σw·(t−t0), …
+    void add(const Point& p, double sign);
+  };
+  static Point pointBetween(const Sample& a, const Sample& b);
+  void dropOldest();
+  void append(const Sample& sample);
+  void resum();
   void smooth(double& estimate, double rate, TimeNs dt);
   // Decode capacity and slowdown from the window's per-token times; decode NaN when the window
   // has none, slowdown NaN when the concurrencies are unknown.
@@ -104,7 +127,11 @@ class CapacityEstimator {
   CurvePoint decodeFromTokenTimes();
 
   CapacitySettings settings_;
-  std::deque<Sample> samples_;  // oldest first, spanning at most the window
+  // Oldest first, spanning at most the window; a ring that grows to the window's length once, so
+  // a refresh allocates nothing.
+  boost::circular_buffer<Sample> samples_;
+  PointSums sums_;
+  size_t dropped_since_resum_ = 0;
   LearnedCapacity learned_;
   Fit fit_{kNaN, kNaN, kNaN};
   TimeNs last_update_ = -1;

@@ -60,22 +60,23 @@ enum EventKind : uint32_t {
 };
 
 struct SimReplica {
-  uint32_t index = 0;
-  uint16_t group = 0;     // fleet group
-  uint16_t gpu_type = 0;  // statistics group
-  std::string name;       // "A100-3:8000": the gateways' replica address
+  // What every event and scrape of the replica reads first, together (one cache line).
   std::unique_ptr<engine::BatchingModel> model;
-  engine::PerfConfig perf;
-  bool alive = true;     // answers (fail_replica / recover_replica)
-  bool removed = false;  // left the fleet: finishes what it has, gets nothing new
-  TimeNs added_at = 0;
-  TimeNs ready_at = 0;  // joins the gateways' fleet (added_at + its group's start-up)
-  bool added = false;  // by the first add_replicas event (the cohort AddedReplicas follows)
-  TimeNs removed_at = -1;
   TimeNs scheduled = -1;  // the pending kEngineStep's time; -1: none
   uint32_t generation = 0;
+  uint32_t index = 0;
+  int32_t inflight = 0;   // requests submitted to its engine, not finished
+  uint16_t group = 0;     // fleet group
+  uint16_t gpu_type = 0;  // statistics group
+  bool alive = true;      // answers (fail_replica / recover_replica)
+  bool removed = false;   // left the fleet: finishes what it has, gets nothing new
+  bool added = false;     // by the first add_replicas event (the cohort AddedReplicas follows)
+  TimeNs added_at = 0;
+  TimeNs ready_at = 0;  // joins the gateways' fleet (added_at + its group's start-up)
+  TimeNs removed_at = -1;
+  std::string name;  // "A100-3:8000": the gateways' replica address
+  engine::PerfConfig perf;
   int64_t tokens_offset = 0;     // tokens its engine produced before it last failed
-  int32_t inflight = 0;          // requests submitted to its engine, not finished
   double busy_offset = 0;        // busy seconds of the engine before it last failed
   double window_busy_start = 0;  // busy seconds when the measurement window began (or joined)
   int64_t window_tokens_start = 0;

@@ -113,6 +113,18 @@ double Distribution::percentile(double p) const {
   return max_;
 }
 
-void Distribution::clear() { *this = Distribution(); }
+void Distribution::clear() {
+  // Keeps the exact values' buffer: the per-second distributions are cleared every simulated
+  // second, and growing them again from nothing cost reallocations and fresh pages each time.
+  exact_.clear();
+  sorted_ = true;
+  selections_ = 0;
+  buckets_.clear();
+  buckets_.shrink_to_fit();
+  scale_ = 1000;
+  count_ = 0;
+  sum_ = 0;
+  max_ = 0;
+}
 
 }  // namespace switchyard::sim

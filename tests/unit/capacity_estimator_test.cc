@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <memory>
 #include <vector>
@@ -176,6 +177,48 @@ TEST(CapacityEstimatorTest, WindowForgetsOldTraffic) {
   BatchingReplica slow{0.100, 0, fast.counters};
   run(estimator, slow, 6, 15, [](int) { return 4.0; });
   EXPECT_NEAR(estimator.learned().decode, 64 / 0.100, 1e-3);
+}
+
+TEST(CapacityEstimatorTest, TheWindowsFitMatchesARefitFromScratchAfterManyTurnovers) {
+  // The fit is kept from running sums as refreshes enter and leave the window; after ten
+  // windows of a swinging load (and an idle stretch that empties the window's points), it
+  // equals a two-pass fit of the window's own points.
+  CapacitySettings settings;
+  settings.window = 30 * kNsPerSec;
+  CapacityEstimator estimator(settings);
+  BatchingReplica replica = kL20;
+  std::vector<CapacityCounters> history{replica.counters};
+  const auto load = swing(3, 40);
+  estimator.observe(0, replica.counters, load(0));
+  for (int s = 0; s < 300; ++s) {
+    if (s < 100 || s >= 140) replica.serve(0.5 * (load(s) + load(s + 1)), 1.0);
+    estimator.observe((s + 1) * kNsPerSec, replica.counters, load(s + 1));
+    history.push_back(replica.counters);
+  }
+  double w_sum = 0, n_sum = 0, t_sum = 0;
+  std::vector<std::array<double, 3>> points;  // w, n, t of the last 30 one-second intervals
+  for (size_t j = history.size() - 30; j < history.size(); ++j) {
+    const CapacityCounters& a = history[j - 1];
+    const CapacityCounters& b = history[j];
+    const double w = static_cast<double>(b.timed_tokens - a.timed_tokens);
+    const double t = static_cast<double>(b.token_time_ns - a.token_time_ns) / kNsPerSec / w;
+    const double n = 0.5 * static_cast<double>(b.token_concurrency - a.token_concurrency) / w;
+    points.push_back({w, n, t});
+    w_sum += w;
+    n_sum += w * n;
+    t_sum += w * t;
+  }
+  const double n_mean = n_sum / w_sum, t_mean = t_sum / w_sum;
+  double s_nn = 0, s_nt = 0;
+  for (const auto& [w, n, t] : points) {
+    s_nn += w * (n - n_mean) * (n - n_mean);
+    s_nt += w * (n - n_mean) * (t - t_mean);
+  }
+  const double slope = s_nt / (s_nn + w_sum);  // the ridge: one stream² per unit of weight
+  EXPECT_NEAR(estimator.fit().mean_concurrency, n_mean, 1e-9 * n_mean);
+  EXPECT_NEAR(estimator.fit().seconds_per_token, t_mean, 1e-9 * t_mean);
+  EXPECT_NEAR(estimator.fit().slope, slope, 1e-9 * slope);
+  EXPECT_GT(slope, 0);
 }
 
 TEST(CapacityEstimatorTest, WithoutTokenTimesTheOutputRateIsTheFallback) {
