@@ -39,7 +39,10 @@ TimeNs BatchingModel::stepDurationNs(int64_t batched_tokens, int64_t context_tok
       memory_ns_base_ + memory_ns_per_context_token_ * static_cast<double>(context_tokens);
   const double step_ns = std::max(compute_ns, memory_ns) + static_cast<double>(step_overhead_ns_) +
                          static_cast<double>(sequences * seq_overhead_ns_);
-  return std::max<TimeNs>(1, std::llround(step_ns * slowdown_));
+  // Rounded half up, as llround does for a positive value (the sum is exact below 2^52 ns), without
+  // its library call: the simulator prices millions of steps.
+  const double scaled = step_ns * slowdown_;
+  return scaled < 1 ? 1 : static_cast<TimeNs>(scaled + 0.5);
 }
 
 TimeNs BatchingModel::prefillOnlyNs(int tokens) const {
@@ -59,12 +62,9 @@ BatchingModel::Seq& BatchingModel::newSeq() {
   free_seqs_.pop_back();
   // A fresh Seq that keeps its vectors' capacity.
   std::vector<uint64_t> hashes = std::move(seq.block_hashes);
-  std::vector<uint64_t> shared = std::move(seq.shared);
   hashes.clear();
-  shared.clear();
   seq = Seq{};
   seq.block_hashes = std::move(hashes);
-  seq.shared = std::move(shared);
   return seq;
 }
 
@@ -204,16 +204,17 @@ bool BatchingModel::allocate(Seq& seq, int new_tokens) {
 
 void BatchingModel::release(Seq& seq) {
   // Last blocks first, so that the tail of a prompt is evicted before its shared head.
-  for (auto it = seq.shared.rbegin(); it != seq.shared.rend(); ++it) {
-    auto entry = cache_.find(*it);
+  for (int i = seq.shared_blocks - 1; i >= 0; --i) {
+    const uint64_t hash = seq.block_hashes[static_cast<size_t>(i)];
+    auto entry = cache_.find(hash);
     if (entry == cache_.end()) continue;
     if (--entry->second.refs == 0) {
       entry->second.tick = ++tick_;
-      lru_.emplace(entry->second.tick, *it);
+      lru_.emplace(entry->second.tick, hash);
       ++evictable_blocks_;
     }
   }
-  seq.shared.clear();
+  seq.shared_blocks = 0;
   free_blocks_ += seq.private_blocks;
   seq.private_blocks = 0;
   seq.num_computed = 0;
@@ -268,15 +269,15 @@ void BatchingModel::acquirePrefix(Seq& seq) {
     auto entry = cache_.find(seq.block_hashes[i]);
     if (entry == cache_.end()) break;
     acquireEntry(entry->first, entry->second);
-    seq.shared.push_back(entry->first);
+    ++seq.shared_blocks;
   }
-  seq.num_computed = static_cast<int>(seq.shared.size()) * config_.block_size;
+  seq.num_computed = seq.shared_blocks * config_.block_size;
 }
 
 void BatchingModel::shareFullBlocks(Seq& seq) {
   const size_t full =
       std::min(seq.block_hashes.size(), static_cast<size_t>(seq.num_computed / config_.block_size));
-  for (size_t i = seq.shared.size(); i < full; ++i) {
+  for (auto i = static_cast<size_t>(seq.shared_blocks); i < full; ++i) {
     const uint64_t hash = seq.block_hashes[i];
     --seq.private_blocks;
     auto [entry, inserted] = cache_.try_emplace(hash);
@@ -287,7 +288,7 @@ void BatchingModel::shareFullBlocks(Seq& seq) {
       acquireEntry(hash, entry->second);
       ++free_blocks_;  // another request computed the same block: ours is a duplicate
     }
-    seq.shared.push_back(hash);
+    ++seq.shared_blocks;
   }
 }
 
@@ -476,7 +477,7 @@ void BatchingModel::leave(Seq& seq, bool step_in_flight) {
   seq.num_computed += static_cast<int>(k);
   seq.produced += static_cast<int>(k);
   const int64_t held = (seq.num_computed + (step_in_flight ? 1 : 0) + bs - 1) / bs;
-  seq.private_blocks = static_cast<int>(held - static_cast<int64_t>(seq.shared.size()));
+  seq.private_blocks = static_cast<int>(held - seq.shared_blocks);
   if (k > 0) seq.last_token = group_last_end_;
 }
 

@@ -91,7 +91,9 @@ void CapacityEstimator::PointSums::add(const Point& p, double sign) {
 
 void CapacityEstimator::resum() {
   sums_ = {};
-  for (size_t j = 1; j < samples_.size(); ++j) sums_.add(samples_[j].point, 1);
+  for (size_t j = 1; j < samples_.size(); ++j) {
+    sums_.add(pointBetween(samples_[j - 1], samples_[j]), 1);
+  }
   dropped_since_resum_ = 0;
 }
 
@@ -101,10 +103,10 @@ void CapacityEstimator::append(const Sample& sample) {
 }
 
 void CapacityEstimator::dropOldest() {
-  // The second sample becomes the oldest: its interval leaves the window.
+  // The second sample becomes the oldest: its interval leaves the window (the point is computed
+  // again, exactly as when it was added).
+  sums_.add(pointBetween(samples_[0], samples_[1]), -1);
   samples_.pop_front();
-  sums_.add(samples_.front().point, -1);
-  samples_.front().point = {};
   if (++dropped_since_resum_ >= samples_.size()) resum();
 }
 
@@ -143,7 +145,7 @@ void CapacityEstimator::observe(TimeNs now, const CapacityCounters& cumulative,
     resum();
   }
   if (samples_.empty()) {
-    append({now, cumulative, concurrency, {}});
+    append({now, cumulative, concurrency});
     last_update_ = now;
     return;
   }
@@ -152,10 +154,8 @@ void CapacityEstimator::observe(TimeNs now, const CapacityCounters& cumulative,
   const bool new_tokenless = cumulative.tokenless_requests > previous.tokenless_requests;
   const bool new_prefill = cumulative.prefill_tokens > previous.prefill_tokens &&
                            cumulative.prefill_ns > previous.prefill_ns;
-  append({now, cumulative, concurrency, {}});
-  Sample& newest = samples_.back();
-  newest.point = pointBetween(samples_[samples_.size() - 2], newest);
-  sums_.add(newest.point, 1);
+  append({now, cumulative, concurrency});
+  sums_.add(pointBetween(samples_[samples_.size() - 2], samples_.back()), 1);
   // Keep one sample at or before the window's start so the window spans the full period.
   while (samples_.size() > 2 && samples_[1].at <= now - settings_.window) dropOldest();
 

@@ -69,7 +69,8 @@ struct CapacityCounters {
 
 class CapacityEstimator {
  public:
-  explicit CapacityEstimator(CapacitySettings settings = {}) : settings_(settings) {}
+  explicit CapacityEstimator(CapacitySettings settings = {})
+      : settings_(settings), samples_(kInitialSamples) {}
 
   // `concurrency`: requests in flight on the replica now (all gateways); NaN when unknown, in
   // which case the slope is not fitted and the per-stream speed alone is used.
@@ -100,7 +101,6 @@ class CapacityEstimator {
     TimeNs at;
     CapacityCounters counters;
     double concurrency;  // NaN unknown
-    Point point;         // of the interval ending here; none for the window's oldest sample
   };
   // The window's points summed, kept as samples come and go so a refresh costs O(1); re-summed
   // exactly once the window has turned over, so rounding cannot accumulate. The sums are of
@@ -130,6 +130,9 @@ class CapacityEstimator {
   // Oldest first, spanning at most the window; a ring that grows to the window's length once, so
   // a refresh allocates nothing.
   boost::circular_buffer<Sample> samples_;
+  // A minute of one-second refreshes (the defaults) without regrowing: fleets have thousands of
+  // estimators refreshed in step, and growing them together leaves the heap full of holes.
+  static constexpr size_t kInitialSamples = 64;
   PointSums sums_;
   size_t dropped_since_resum_ = 0;
   LearnedCapacity learned_;
