@@ -26,13 +26,13 @@ void reexecWithHugePages(char** argv) {
   std::ifstream mode_file("/sys/kernel/mm/transparent_hugepage/enabled");
   const std::string mode((std::istreambuf_iterator<char>(mode_file)),
                          std::istreambuf_iterator<char>());
-  const std::string tunables = hugePageTunables(std::getenv("GLIBC_TUNABLES"), mode);
+  const char* before = std::getenv("GLIBC_TUNABLES");
+  const std::string tunables = hugePageTunables(before, mode);
   if (tunables.empty()) return;
   char self[4096];
   const ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
   if (length <= 0) return;
   self[length] = '\0';
-  const char* before = std::getenv("GLIBC_TUNABLES");
   const std::string saved = before == nullptr ? "" : before;
   const bool was_set = before != nullptr;
   if (setenv("GLIBC_TUNABLES", tunables.c_str(), 1) != 0) return;
