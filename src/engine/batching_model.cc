@@ -9,7 +9,8 @@
 
 namespace switchyard::engine {
 
-BatchingModel::BatchingModel(PerfConfig config) : config_(std::move(config)) {
+BatchingModel::BatchingModel(PerfConfig config)
+    : seqs_(makeSeqPool()), id_in_pool_(seqs_->newModelId()), config_(std::move(config)) {
   if (!(config_.params > 0) || !(config_.peak_flops > 0) || !(config_.bandwidth_bytes_per_s > 0) ||
       !(config_.kv_bytes_per_token > 0) || config_.kv_blocks < 1 || config_.block_size < 1 ||
       config_.max_num_seqs < 1 || config_.max_num_batched_tokens < 1 ||
@@ -22,6 +23,13 @@ BatchingModel::BatchingModel(PerfConfig config) : config_(std::move(config)) {
   free_blocks_ = config_.kv_blocks;
   kv_blocks_ = config_.kv_blocks;
   block_size_ = config_.block_size;
+  chunked_prefill_ = config_.chunked_prefill;
+  prefix_caching_ = config_.prefix_caching;
+  max_num_seqs_ = config_.max_num_seqs;
+  max_num_batched_tokens_ = config_.max_num_batched_tokens;
+  num_scheduler_steps_ = config_.num_scheduler_steps;
+  multi_step_ = config_.num_scheduler_steps > 1;
+  request_overhead_ns_ = config_.request_overhead_ns;
   step_overhead_ns_ = config_.step_overhead_ns;
   seq_overhead_ns_ = config_.seq_overhead_ns;
   compute_ns_per_token_ =
@@ -56,10 +64,10 @@ void BatchingModel::setSlowdown(double factor) {
   next_event_ = kNotKnown;
 }
 
-BatchingModel::Seq& BatchingModel::newSeq() {
-  if (free_seqs_.empty()) return pool_.emplace_back();
-  Seq& seq = *free_seqs_.back();
-  free_seqs_.pop_back();
+BatchingModel::Seq& BatchingModel::SeqPool::take() {
+  if (free_.empty()) return seqs_.emplace_back();
+  Seq& seq = *free_.back();
+  free_.pop_back();
   // A fresh Seq that keeps its vectors' capacity.
   std::vector<uint64_t> hashes = std::move(seq.block_hashes);
   hashes.clear();
@@ -67,6 +75,27 @@ BatchingModel::Seq& BatchingModel::newSeq() {
   seq.block_hashes = std::move(hashes);
   return seq;
 }
+
+std::shared_ptr<BatchingModel::SeqPool> BatchingModel::makeSeqPool() {
+  return std::make_shared<SeqPool>();
+}
+
+void BatchingModel::shareSeqPool(std::shared_ptr<SeqPool> pool) {
+  if (!running_.empty() || !waiting_.empty() || !pending_.empty()) {
+    throw std::logic_error("BatchingModel::shareSeqPool with requests in the model");
+  }
+  if (pool) seqs_ = std::move(pool);
+  id_in_pool_ = seqs_->newModelId();
+}
+
+BatchingModel::~BatchingModel() {
+  // A shared pool outlives the model: what its requests held goes back.
+  for (Seq* seq : pending_) seqs_->give(*seq);
+  for (Seq* seq : waiting_) seqs_->give(*seq);
+  for (Seq* seq : running_) seqs_->give(*seq);
+}
+
+BatchingModel::Seq& BatchingModel::newSeq() { return seqs_->take(); }
 
 BatchingModel::Seq* BatchingModel::findLive(RequestId id) const {
   const auto has_id = [id](const Seq* seq) { return seq->id == id; };
@@ -82,7 +111,7 @@ BatchingModel::Seq* BatchingModel::findLive(RequestId id) const {
 
 void BatchingModel::forget(Seq& seq) {
   seq.lazy = false;  // its finish-heap entries, if any, are stale
-  free_seqs_.push_back(&seq);
+  seqs_->give(seq);
 }
 
 void BatchingModel::submit(const ModelRequest& request, TimeNs now) {
@@ -93,12 +122,12 @@ void BatchingModel::submit(const ModelRequest& request, TimeNs now) {
   const int capacity = static_cast<int>(std::min<int64_t>(config_.kvCapacityTokens(), 1 << 30));
   seq.prompt_tokens = std::clamp(request.prompt_tokens, 1, std::max(1, capacity - 1));
   seq.max_tokens = std::clamp(request.max_tokens, 1, std::max(1, capacity - seq.prompt_tokens));
-  if (config_.prefix_caching) seq.block_hashes = request.block_hashes;
+  if (prefix_caching_) seq.block_hashes = request.block_hashes;
   seq.arrival = now;
-  seq.ready = now + config_.request_overhead_ns;
+  seq.ready = now + request_overhead_ns_;
   lookahead_at_ = -1;
   next_event_ = kNotKnown;
-  if (config_.request_overhead_ns > 0) {
+  if (request_overhead_ns_ > 0) {
     pending_.push_back(&seq);  // startStep() moves it on once it is ready
     return;
   }
@@ -151,8 +180,8 @@ void BatchingModel::cancel(RequestId id, TimeNs now) {
   }
   std::replace(step_.begin(), step_.end(), seq, static_cast<Seq*>(nullptr));
   running_.erase(std::remove(running_.begin(), running_.end(), seq), running_.end());
-  waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), seq), waiting_.end());
-  pending_.erase(std::remove(pending_.begin(), pending_.end(), seq), pending_.end());
+  waiting_.remove(seq);
+  pending_.remove(seq);
   release(*seq);
   forget(*seq);
 }
@@ -165,6 +194,7 @@ void BatchingModel::advance(TimeNs now, std::vector<TokenEvent>& events) {
   if (lookahead_at_ >= 0 && lookahead_at_ <= now) lookahead_at_ = -1;  // reached: price anew
   for (;;) {
     if (in_step_) {
+      runGroupSteps(now);
       if (step_end_ > now) return;
       const TimeNs end = step_end_;
       finishStep(events);
@@ -174,6 +204,29 @@ void BatchingModel::advance(TimeNs now, std::vector<TokenEvent>& events) {
     } else {
       return;
     }
+  }
+}
+
+void BatchingModel::runGroupSteps(TimeNs now) {
+  // While the step in flight and the next one are the group's alone and nothing happens between
+  // them (no member finishes, nothing else is running, waiting or becoming schedulable, the
+  // next step's blocks are free), finishStep() then startStep() would only move the group's
+  // counters on: this is that, without their passes over the step's requests.
+  const int64_t bs = block_size_;
+  while (step_end_ <= now && group_in_step_ && group_size_ > 0 && step_.empty() &&
+         eager_.empty() && waiting_.empty() && next_finish_at_ > group_steps_ + 1 &&
+         group_size_ <= max_num_batched_tokens_ &&
+         (pending_.empty() || pending_.front()->ready > step_end_)) {
+    const int32_t due = dueAt((group_steps_ + 1) % bs);
+    if (due > free_blocks_ + evictable_blocks_) return;  // a preemption: request by request
+    busy_seconds_ += static_cast<double>(step_end_ - step_start_) / 1e9;
+    ++group_steps_;
+    generated_ += group_size_;
+    group_last_end_ = step_end_;
+    takeBlocks(due);
+    step_start_ = step_end_;
+    step_end_ += stepDurationNs(group_size_, group_sum_ + group_size_ * (group_steps_ + 1),
+                                group_size_);
   }
 }
 
@@ -193,8 +246,8 @@ bool BatchingModel::takeBlocks(int64_t count) {
 
 bool BatchingModel::allocate(Seq& seq, int new_tokens) {
   const int64_t needed =
-      (static_cast<int64_t>(seq.num_computed) + new_tokens + config_.block_size - 1) /
-          config_.block_size -
+      (static_cast<int64_t>(seq.num_computed) + new_tokens + block_size_ - 1) /
+          block_size_ -
       seq.blocksHeld();
   if (needed <= 0) return true;
   if (!takeBlocks(needed)) return false;
@@ -234,7 +287,7 @@ void BatchingModel::recordStored(const Seq& seq, size_t block) {
   event.type = KvEventType::kBlockStored;
   event.block_hashes.push_back(hash);
   if (block > 0) event.parent_block_hash = seq.block_hashes[block - 1];
-  event.block_size = static_cast<uint32_t>(config_.block_size);
+  event.block_size = static_cast<uint32_t>(block_size_);
   event.medium = "GPU";
 }
 
@@ -264,19 +317,19 @@ void BatchingModel::acquireEntry(uint64_t hash, CacheEntry& entry) {
 void BatchingModel::acquirePrefix(Seq& seq) {
   // At least one token is always computed: the last prompt token's logits give the first output.
   const size_t limit = std::min(seq.block_hashes.size(),
-                                static_cast<size_t>((seq.numTokens() - 1) / config_.block_size));
+                                static_cast<size_t>((seq.numTokens() - 1) / block_size_));
   for (size_t i = 0; i < limit; ++i) {
     auto entry = cache_.find(seq.block_hashes[i]);
     if (entry == cache_.end()) break;
     acquireEntry(entry->first, entry->second);
     ++seq.shared_blocks;
   }
-  seq.num_computed = seq.shared_blocks * config_.block_size;
+  seq.num_computed = static_cast<int>(seq.shared_blocks * block_size_);
 }
 
 void BatchingModel::shareFullBlocks(Seq& seq) {
   const size_t full =
-      std::min(seq.block_hashes.size(), static_cast<size_t>(seq.num_computed / config_.block_size));
+      std::min(seq.block_hashes.size(), static_cast<size_t>(seq.num_computed / block_size_));
   for (auto i = static_cast<size_t>(seq.shared_blocks); i < full; ++i) {
     const uint64_t hash = seq.block_hashes[i];
     --seq.private_blocks;
@@ -352,10 +405,10 @@ bool BatchingModel::admitWaiting(TimeNs at, StepPlan& plan, int& budget, bool wh
 }
 
 void BatchingModel::scheduleChunked(TimeNs at, StepPlan& plan) {
-  int budget = config_.max_num_batched_tokens;
+  int budget = max_num_batched_tokens_;
   const bool preempted = scheduleRunningDecodes(at, plan, budget);
   while (!preempted && budget > 0 && !waiting_.empty() &&
-         static_cast<int>(running_.size()) < config_.max_num_seqs &&
+         static_cast<int>(running_.size()) < max_num_seqs_ &&
          admitWaiting(at, plan, budget, false)) {
   }
 }
@@ -363,8 +416,8 @@ void BatchingModel::scheduleChunked(TimeNs at, StepPlan& plan) {
 void BatchingModel::scheduleSeparate(TimeNs at, StepPlan& plan) {
   // Whole prompts first, in FIFO order, while they fit the budget (the first one always does,
   // or a prompt longer than the budget would never run), the batch and the KV cache.
-  int budget = config_.max_num_batched_tokens;
-  while (!waiting_.empty() && static_cast<int>(running_.size()) < config_.max_num_seqs &&
+  int budget = max_num_batched_tokens_;
+  while (!waiting_.empty() && static_cast<int>(running_.size()) < max_num_seqs_ &&
          admitWaiting(at, plan, budget, true)) {
   }
   if (!step_.empty()) return;                // a prefill step: the running requests wait for it
@@ -377,12 +430,12 @@ TimeNs BatchingModel::extendDecodes(const StepPlan& plan) {
   // blocks allow (up to N - 1), then allocate them and price each step (the context grows by
   // one token per request per step).
   const int n = static_cast<int>(step_.size());
-  int extra = config_.num_scheduler_steps - 1;
+  int extra = num_scheduler_steps_ - 1;
   for (; extra > 0; --extra) {
     int64_t needed = 0;
     for (const Seq* seq : step_) {
       const int64_t tokens = static_cast<int64_t>(seq->num_computed) + 1 + extra;
-      needed += (tokens + config_.block_size - 1) / config_.block_size - seq->blocksHeld();
+      needed += (tokens + block_size_ - 1) / block_size_ - seq->blocksHeld();
     }
     if (needed <= free_blocks_ + evictable_blocks_) break;
   }
@@ -410,7 +463,7 @@ void BatchingModel::startStep(TimeNs at) {
   StepPlan plan;
   if (group_size_ == 0 || !planWithGroup(at, plan)) {
     leaveAll();  // order matters this step: request by request
-    if (config_.chunked_prefill) {
+    if (chunked_prefill_) {
       scheduleChunked(at, plan);
     } else {
       scheduleSeparate(at, plan);
@@ -420,7 +473,7 @@ void BatchingModel::startStep(TimeNs at) {
   if (step_.empty() && !group_in_step_) return;
   const auto seqs = static_cast<int64_t>(step_.size()) + (group_in_step_ ? group_size_ : 0);
   TimeNs duration = stepDurationNs(plan.batched, plan.context, seqs);
-  if (config_.num_scheduler_steps > 1 && !plan.prefill) duration += extendDecodes(plan);
+  if (multi_step_ && !plan.prefill) duration += extendDecodes(plan);
   in_step_ = true;
   step_start_ = at;
   step_end_ = at + duration;
@@ -434,18 +487,18 @@ void BatchingModel::setDetail(Detail detail, bool lazy) {
 }
 
 bool BatchingModel::groupEnabled() const {
-  return lazy_enabled_ && config_.num_scheduler_steps == 1 && config_.chunked_prefill;
+  return lazy_enabled_ && !multi_step_ && chunked_prefill_;
 }
 
 size_t BatchingModel::dueSlot(const Seq& seq) const {
   // At the start of group step p a member has computed num_computed + (p - lazy_base) tokens
   // and needs a new block when that count is a multiple of the block size.
-  const int64_t bs = config_.block_size;
+  const int64_t bs = block_size_;
   return static_cast<size_t>(((seq.lazy_base - seq.num_computed) % bs + bs) % bs);
 }
 
 void BatchingModel::join(Seq& seq) {
-  const int64_t bs = config_.block_size;
+  const int64_t bs = block_size_;
   // Decoding and holding exactly the blocks of its computed tokens (what step-by-step leaves).
   if (seq.lazy || seq.numTokens() - seq.num_computed != 1 ||
       seq.blocksHeld() != (seq.num_computed + bs - 1) / bs) {
@@ -456,19 +509,18 @@ void BatchingModel::join(Seq& seq) {
   }
   seq.lazy = true;
   seq.lazy_base = group_steps_;
-  seq.lazy_tag = ++next_tag_;
+  seq.group_of = id_in_pool_;
   ++group_size_;
   group_sum_ += seq.num_computed - seq.lazy_base;
   ++dueAt(dueSlot(seq));
-  finish_heap_.push_back({seq.lazy_base + (seq.max_tokens - seq.produced), &seq, seq.lazy_tag});
-  std::push_heap(finish_heap_.begin(), finish_heap_.end(), std::greater<>());
-  next_finish_at_ = finish_heap_.front().at;
+  finish_heap_.push(seq.lazy_base + (seq.max_tokens - seq.produced), &seq);
+  next_finish_at_ = finish_heap_.top().at;
 }
 
 void BatchingModel::leave(Seq& seq, bool step_in_flight) {
   // Bring the member up to date; during a group step in flight its block for that step is
   // already taken.
-  const int64_t bs = config_.block_size;
+  const int64_t bs = block_size_;
   const int64_t k = group_steps_ - seq.lazy_base;
   --dueAt(dueSlot(seq));
   group_sum_ -= seq.num_computed - seq.lazy_base;
@@ -494,7 +546,7 @@ void BatchingModel::leaveAll() {
 bool BatchingModel::planWithGroup(TimeNs at, StepPlan& plan) {
   // Everyone's request must fit: the budget (then the order of the running requests does not
   // decide who is served) and the free KV blocks (then nobody is preempted).
-  const int64_t bs = config_.block_size;
+  const int64_t bs = block_size_;
   int64_t eager_tokens = 0;
   int64_t eager_blocks = 0;
   for (const Seq* seq : eager_) {
@@ -503,7 +555,7 @@ bool BatchingModel::planWithGroup(TimeNs at, StepPlan& plan) {
     eager_blocks +=
         std::max<int64_t>(0, (seq->num_computed + tokens + bs - 1) / bs - seq->blocksHeld());
   }
-  int budget = config_.max_num_batched_tokens;
+  int budget = max_num_batched_tokens_;
   if (eager_tokens + group_size_ > budget) return false;
   const int32_t due = dueAt(group_steps_ % bs);
   if (due + eager_blocks > free_blocks_ + evictable_blocks_) return false;
@@ -518,7 +570,7 @@ bool BatchingModel::planWithGroup(TimeNs at, StepPlan& plan) {
   plan.batched += group_size_;
   plan.context += group_sum_ + group_size_ * (group_steps_ + 1);
   while (budget > 0 && !waiting_.empty() &&
-         static_cast<int>(running_.size()) < config_.max_num_seqs &&
+         static_cast<int>(running_.size()) < max_num_seqs_ &&
          admitWaiting(at, plan, budget, false)) {
   }
   return true;
@@ -554,13 +606,12 @@ void BatchingModel::finishStep(std::vector<TokenEvent>& events) {
     generated_ += group_size_;
     group_last_end_ = step_end_;
     while (next_finish_at_ <= group_steps_) {
-      const FinishEntry entry = finish_heap_.front();
-      std::pop_heap(finish_heap_.begin(), finish_heap_.end(), std::greater<>());
-      finish_heap_.pop_back();
+      const auto entry = finish_heap_.top();
+      finish_heap_.pop();
       next_finish_at_ =
-          finish_heap_.empty() ? std::numeric_limits<int64_t>::max() : finish_heap_.front().at;
-      Seq& seq = *entry.seq;
-      if (!seq.lazy || seq.lazy_tag != entry.tag) continue;
+          finish_heap_.empty() ? std::numeric_limits<int64_t>::max() : finish_heap_.top().at;
+      Seq& seq = *entry.item;
+      if (!isLive(seq, entry.at)) continue;
       leave(seq, false);
       finishing_.push_back(&seq);
     }
@@ -578,7 +629,7 @@ void BatchingModel::finishStep(std::vector<TokenEvent>& events) {
     }
     seq->num_computed += seq->scheduled;
     seq->scheduled = 0;
-    if (config_.prefix_caching) shareFullBlocks(*seq);
+    if (prefix_caching_) shareFullBlocks(*seq);
     if (seq->num_computed < seq->numTokens()) continue;  // prefill chunk: no token yet
     // One token per computed position past the known ones: 1, or N after N decode steps,
     // never past the request's limit.
@@ -625,12 +676,18 @@ void BatchingModel::finishStep(std::vector<TokenEvent>& events) {
     for (Seq* seq : step_) {
       if (seq != nullptr && seq->done) done_ptrs_.push_back(seq);
     }
-    std::sort(done_ptrs_.begin(), done_ptrs_.end());
-    running_.erase(
-        std::remove_if(
-            running_.begin(), running_.end(),
-            [this](Seq* s) { return std::binary_search(done_ptrs_.begin(), done_ptrs_.end(), s); }),
-        running_.end());
+    if (done_ptrs_.size() == 1) {
+      // The usual case: one finished, found and erased without a pass over the rest.
+      running_.erase(std::find(running_.begin(), running_.end(), done_ptrs_.front()));
+    } else {
+      std::sort(done_ptrs_.begin(), done_ptrs_.end());
+      running_.erase(std::remove_if(running_.begin(), running_.end(),
+                                    [this](Seq* s) {
+                                      return std::binary_search(done_ptrs_.begin(),
+                                                                done_ptrs_.end(), s);
+                                    }),
+                     running_.end());
+    }
     for (Seq* seq : done_ptrs_) forget(*seq);  // their pointers are not used again
   }
   step_.clear();
@@ -640,6 +697,12 @@ void BatchingModel::finishMember(Seq& seq, std::vector<TokenEvent>& events) {
   emit(seq, true, step_start_, events);
   release(seq);
   seq.done = true;
+}
+
+ExportedGauges BatchingModel::gauges() const {
+  return {static_cast<double>(running_.size()), static_cast<double>(waiting_.size()),
+          1.0 - static_cast<double>(free_blocks_ + evictable_blocks_) /
+                    static_cast<double>(kv_blocks_)};
 }
 
 EngineLoad BatchingModel::load() const {

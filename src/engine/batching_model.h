@@ -45,24 +45,42 @@
 // or leaving the group; memory O(live requests + cached blocks).
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <cstddef>
 #include <deque>
 #include <limits>
 #include <map>
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
 #include "engine/engine_model.h"
+#include "engine/finish_queue.h"
 #include "fleet/kv_index/kv_event_decoder.h"
 #include "engine/perf_profiles.h"
 
 namespace switchyard::engine {
 
-class BatchingModel final : public EngineModel {
+class alignas(64) BatchingModel final : public EngineModel {
  public:
   // Throws std::invalid_argument on a config with non-positive figures (start-up only). Request
   // ids must be unique among the requests in the model (every driver numbers its own).
   explicit BatchingModel(PerfConfig config);
+  ~BatchingModel() override;
+  BatchingModel(const BatchingModel&) = delete;
+  BatchingModel& operator=(const BatchingModel&) = delete;
+
+  // Where the models of one thread keep their requests' state (Seq below). Every Seq lives in a
+  // pool (addresses stable) and is reused once its request is done, so a request costs no
+  // allocation or lookup once warm and a finish-heap entry can point at its Seq. A pool shared
+  // by many models (a fleet simulation's) hands out the Seq freed last by any of them, still in
+  // cache, where a model's own would hand out the one it freed last, long evicted. Not
+  // thread-safe: the models sharing a pool run in one thread.
+  class SeqPool;
+  static std::shared_ptr<SeqPool> makeSeqPool();
+  // Takes its requests' state from `pool` from now on; only while the model holds no request.
+  void shareSeqPool(std::shared_ptr<SeqPool> pool);
 
   void submit(const ModelRequest& request, TimeNs now) override;
   void cancel(RequestId id, TimeNs now) override;
@@ -82,6 +100,10 @@ class BatchingModel final : public EngineModel {
   void setDetail(Detail detail, bool lazy = true);
 
   const PerfConfig& config() const { return config_; }
+  // exportedGauges(load()), reading only what those gauges need: a scrape of a cold model
+  // touches two cache lines (the fleet simulator scrapes every model of every gateway 10 times a
+  // simulated second).
+  ExportedGauges gauges() const;
   // The roofline step time for `batched_tokens` new tokens of `sequences` requests attending to
   // `context_tokens`, including overheads and the current slowdown.
   TimeNs stepDurationNs(int64_t batched_tokens, int64_t context_tokens,
@@ -100,7 +122,7 @@ class BatchingModel final : public EngineModel {
     int private_blocks = 0;
     int shared_blocks = 0;  // cache entries held: always the prompt's first blocks
     int reported = 0;       // output tokens already reported in events (milestones)
-    uint32_t lazy_tag = 0;  // tells its live finish-heap entry from stale ones
+    uint32_t group_of = 0;  // the pool id of the model whose decoding group it is in (lazy)
     uint64_t order = 0;     // admission sequence number: running_ is in this order
     int64_t lazy_base = 0;  // group_steps_ when it joined
     bool lazy = false;      // in the decoding group: num_computed and produced are as of joining
@@ -115,6 +137,50 @@ class BatchingModel final : public EngineModel {
     int64_t blocksHeld() const { return shared_blocks + private_blocks; }
   };
   static_assert(sizeof(Seq) == 128, "a request's state is two cache lines");
+
+  // A FIFO of requests in one vector and a head index: 32 bytes beside the other step state,
+  // where a std::deque is an 80-byte header and a chunk map elsewhere (more cache lines to touch
+  // in a cold model). pop_front() moves the head; the vector is compacted once the head has
+  // passed its middle, so each request is moved O(1) times on average.
+  class SeqQueue {
+   public:
+    bool empty() const { return head_ == items_.size(); }
+    size_t size() const { return items_.size() - head_; }
+    Seq* front() const { return items_[head_]; }
+    auto begin() const { return items_.begin() + static_cast<ptrdiff_t>(head_); }
+    auto end() const { return items_.end(); }
+    void push_back(Seq* seq) { items_.push_back(seq); }
+    void push_front(Seq* seq) {
+      if (head_ > 0) {
+        items_[--head_] = seq;
+      } else {
+        items_.insert(items_.begin(), seq);
+      }
+    }
+    void pop_front() {
+      ++head_;
+      if (head_ == items_.size()) {
+        clear();
+      } else if (head_ >= kCompactAfter && 2 * head_ >= items_.size()) {
+        items_.erase(items_.begin(), items_.begin() + static_cast<ptrdiff_t>(head_));
+        head_ = 0;
+      }
+    }
+    void remove(const Seq* seq) {
+      items_.erase(std::remove(items_.begin() + static_cast<ptrdiff_t>(head_), items_.end(), seq),
+                   items_.end());
+      if (empty()) clear();
+    }
+
+   private:
+    static constexpr size_t kCompactAfter = 16;
+    void clear() {
+      items_.clear();
+      head_ = 0;
+    }
+    std::vector<Seq*> items_;
+    size_t head_ = 0;
+  };
 
   struct CacheEntry {
     int refs = 0;
@@ -137,6 +203,9 @@ class BatchingModel final : public EngineModel {
   // Multi-step: extends a decode-only step to up to N steps; returns the added duration.
   TimeNs extendDecodes(const StepPlan& plan);
   void finishStep(std::vector<TokenEvent>& events);
+  // Group-only steps due by `now` with nothing else happening, run in one loop (the .cc says
+  // when exactly); leaves the step in flight to the step-by-step path otherwise.
+  void runGroupSteps(TimeNs now);
   void emit(Seq& seq, bool finished, TimeNs previous_token, std::vector<TokenEvent>& events);
   // The decoding group (milestones): header comment.
   bool groupEnabled() const;
@@ -145,6 +214,12 @@ class BatchingModel final : public EngineModel {
   void leaveAll();
   bool planWithGroup(TimeNs at, StepPlan& plan);
   void finishMember(Seq& seq, std::vector<TokenEvent>& events);
+  // Whether a finish-heap entry is a member of this group with its last token at `at`: two
+  // entries that say so agree, and any other entry is stale.
+  bool isLive(const Seq& seq, int64_t at) const {
+    return seq.lazy && seq.group_of == id_in_pool_ &&
+           seq.lazy_base + seq.max_tokens - seq.produced == at;
+  }
   size_t dueSlot(const Seq& seq) const;  // the residue of the group step it needs a block at
   // Members needing a block at group steps of this residue (mod block size).
   int32_t& dueAt(int64_t residue) {
@@ -155,9 +230,9 @@ class BatchingModel final : public EngineModel {
     const auto r = static_cast<size_t>(residue);
     return r < due_inline_.size() ? due_inline_[r] : block_due_[r];
   }
-  Seq& newSeq();          // from free_seqs_, else pool_
+  Seq& newSeq();          // from seqs_
   Seq* findLive(RequestId id) const;
-  void forget(Seq& seq);  // done or cancelled: its Seq goes back to free_seqs_
+  void forget(Seq& seq);  // done or cancelled: its Seq goes back to seqs_
   bool allocate(Seq& seq, int new_tokens);
   bool takeBlocks(int64_t count);
   void release(Seq& seq);
@@ -165,16 +240,40 @@ class BatchingModel final : public EngineModel {
   void acquirePrefix(Seq& seq);
   void shareFullBlocks(Seq& seq);
 
+
+ public:
+  class SeqPool {
+   public:
+    Seq& take();
+    void give(Seq& seq) { free_.push_back(&seq); }
+    // Unique among the models sharing the pool: a stale finish-heap entry of one model never
+    // matches a Seq reused by another's group.
+    uint32_t newModelId() { return ++models_; }
+
+   private:
+    std::vector<Seq*> free_;
+    std::deque<Seq> seqs_;
+    uint32_t models_ = 0;
+  };
+
+ private:
   // Member order is a layout: in a fleet simulation every model is cold when its turn comes, and
-  // a telemetry read (nextEventTime(), advance() with nothing due, load()) or a step should touch
-  // as few cache lines as it can. First what those reads need, then a step's state, then the
-  // rest (the KV cache's maps, the configuration's names, KV events).
+  // a telemetry read (nextEventTime(), advance() with nothing due, gauges()) or a step should
+  // touch as few cache lines as it can. The object is line-aligned; line 0 (after the vtable
+  // pointer) has what a telemetry read needs, lines 1 and 2 what a step of the decoding group
+  // needs (its state, the roofline, copies of the scheduler's limits), line 3 the queues'
+  // sizes, then the rest of a step's state, then what only load() reads, the KV cache's maps,
+  // the configuration's names and KV events.
   bool in_step_ = false;
   bool group_in_step_ = false;  // the step in flight decodes the group
   bool lazy_enabled_ = false;
   bool kv_events_ = false;
   Detail detail_ = Detail::kEveryToken;
-  int step_decode_steps_ = 1;  // decode steps in the step in flight (multi-step)
+  bool chunked_prefill_ = true;  // config_'s
+  bool prefix_caching_ = false;  // config_'s
+  bool multi_step_ = false;      // config_'s num_scheduler_steps > 1
+  int step_decode_steps_ = 1;    // decode steps in the step in flight (multi-step)
+  int max_num_seqs_ = 1;         // config_'s
   TimeNs step_end_ = 0;
   mutable TimeNs lookahead_at_ = -1;  // nextEventTime() over group-only steps; -1: not known
   // nextEventTime()'s answer until the model changes (kNotKnown): a telemetry read of a model
@@ -183,52 +282,51 @@ class BatchingModel final : public EngineModel {
   mutable TimeNs next_event_ = kNotKnown;
   int64_t free_blocks_ = 0;
   int64_t evictable_blocks_ = 0;
-  int64_t kv_blocks_ = 0;  // config_'s, here with the other figures load() reads
-  int64_t block_size_ = 0;
-  int64_t preemptions_ = 0;
-  double busy_seconds_ = 0;
-  int64_t generated_ = 0;
-  int64_t prefix_queries_ = 0;
-  int64_t prefix_hits_ = 0;
-  int64_t aborted_ = 0;
-  double aborted_running_seconds_ = 0;
-  int64_t aborted_tokens_ = 0;
-  // A live Seq is in exactly one of pending_, waiting_ and running_ (cancel() finds it there).
-  std::vector<Seq*> running_;  // admission order
-  std::vector<Seq*> step_;     // scheduled in the step in flight; nullptr once cancelled
-  std::deque<Seq*> pending_;   // submitted, not schedulable yet (request overhead); FIFO
-  std::deque<Seq*> waiting_;
-  // The decoding group and the roofline's coefficients (from config_).
+  // Line 1: the decoding group and the step in flight.
   int64_t group_steps_ = 0;  // steps the group has decoded
   int64_t group_size_ = 0;
   int64_t group_sum_ = 0;  // Σ (num_computed − lazy_base) over the members
   int64_t next_finish_at_ = std::numeric_limits<int64_t>::max();  // the heap's top
   TimeNs step_start_ = 0;
+  TimeNs group_last_end_ = -1;  // the end of the group's last step
+  double busy_seconds_ = 0;
+  int64_t generated_ = 0;
+  // Line 2: the roofline's coefficients and the scheduler's figures (from config_).
   double compute_ns_per_token_ = 0;
   double memory_ns_base_ = 0;
   double memory_ns_per_context_token_ = 0;
   TimeNs step_overhead_ns_ = 0;
   TimeNs seq_overhead_ns_ = 0;
   double slowdown_ = 1;
-  std::array<int32_t, 32> due_inline_{};  // block_due_ for block sizes up to 32
-  struct FinishEntry {
-    int64_t at = 0;  // group_steps_ at which the member has its last token
-    Seq* seq = nullptr;
-    uint32_t tag = 0;  // stale when it differs from the Seq's (left the group, or reused)
-    bool operator>(const FinishEntry& o) const { return at > o.at; }
-  };
-  std::vector<FinishEntry> finish_heap_;  // min-heap on `at`; stale entries skipped
-  std::vector<Seq*> finishing_;           // scratch: members finishing this step
-  std::vector<Seq*> eager_;               // running requests outside the group, in admission order
-  std::vector<Seq*> done_ptrs_;           // scratch: requests finished this step
-  TimeNs group_last_end_ = -1;            // the end of the group's last step
+  TimeNs request_overhead_ns_ = 0;
+  int block_size_ = 1;
+  int max_num_batched_tokens_ = 1;
+  // Line 3: with line 0, what gauges() reads. A live Seq is in exactly one of pending_,
+  // waiting_ and running_ (cancel() finds it there).
+  std::vector<Seq*> running_;  // admission order
+  SeqQueue waiting_;
+  int64_t kv_blocks_ = 0;
+  // Then the rest of a step's state.
+  std::vector<Seq*> step_;   // scheduled in the step in flight; nullptr once cancelled
+  std::vector<Seq*> eager_;  // running requests outside the group, in admission order
   uint64_t next_order_ = 0;
-  uint32_t next_tag_ = 0;
-  std::vector<int32_t> block_due_;  // the same for larger block sizes
-  // Every request's Seq lives in pool_ (addresses stable) and is reused once it is done, so a
-  // request costs no allocation or lookup once warm and a finish-heap entry can point at its Seq.
-  std::vector<Seq*> free_seqs_;
-  std::deque<Seq> pool_;
+  int num_scheduler_steps_ = 1;
+  SeqQueue pending_;  // submitted, not schedulable yet (request overhead); FIFO
+  // Each member's group_steps_ at its last token. An entry is stale when its Seq left the group
+  // (cancelled, or reused since): isLive() tells, and stale entries are skipped.
+  FinishQueue<Seq> finish_heap_;
+  int64_t preemptions_ = 0;
+  std::vector<Seq*> finishing_;  // scratch: members finishing this step
+  std::vector<Seq*> done_ptrs_;  // scratch: requests finished this step
+  int64_t prefix_queries_ = 0;
+  int64_t prefix_hits_ = 0;
+  std::array<int32_t, 32> due_inline_{};  // block_due_ for block sizes up to 32
+  std::vector<int32_t> block_due_;        // the same for larger block sizes
+  int64_t aborted_ = 0;
+  double aborted_running_seconds_ = 0;
+  int64_t aborted_tokens_ = 0;
+  std::shared_ptr<SeqPool> seqs_;  // this model's own unless shareSeqPool() was called
+  uint32_t id_in_pool_ = 0;        // SeqPool::newModelId()
 
   PerfConfig config_;
   std::unordered_map<uint64_t, CacheEntry> cache_;

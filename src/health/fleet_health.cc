@@ -159,12 +159,14 @@ void FleetHealth::detectLoadOutliers(size_t m, TimeNs now) {
   }
   // The median, then only the replicas above the outlier threshold, worst first (what a full
   // sort walked from its end would visit before stopping).
-  std::vector<std::pair<double, size_t>>& sorted = scratch_sorted_;
-  sorted = loads;
-  std::nth_element(sorted.begin(), sorted.begin() + static_cast<ptrdiff_t>(n / 2), sorted.end());
-  const double median = sorted[n / 2].first;
+  std::vector<double>& values = scratch_values_;
+  values.clear();
+  for (const auto& load : loads) values.push_back(load.first);
+  std::nth_element(values.begin(), values.begin() + static_cast<ptrdiff_t>(n / 2), values.end());
+  const double median = values[n / 2];
   if (median <= 0) return;
   const double threshold = settings_.outlier_factor * median;
+  std::vector<std::pair<double, size_t>>& sorted = scratch_sorted_;
   sorted.clear();
   for (const auto& load : loads) {
     if (load.first > threshold) sorted.push_back(load);
@@ -178,7 +180,8 @@ void FleetHealth::detectLoadOutliers(size_t m, TimeNs now) {
     Tracked* tracked = views_[m].tracked[i];
     if (tracked == nullptr) continue;
     const Transition t = tracked->health.onLoadOutlier(now);
-    if (t.changed) ++excluded;
+    if (!t.changed) continue;
+    ++excluded;
     apply(*tracked, t, now);
   }
 }
@@ -205,16 +208,23 @@ void FleetHealth::detectSlowReplicas(size_t m, TimeNs now) {
     std::nth_element(times.begin(), times.begin() + static_cast<ptrdiff_t>(times.size() / 2),
                      times.end());
     const double median = times[times.size() / 2];
-    size_t excluded = 0;
-    for (const auto& entry : model.replicas) {
-      excluded += entry.state->health() == HealthState::kExcluded;
-    }
     const size_t budget = static_cast<size_t>(settings_.outlier_max_fraction *
                                               static_cast<double>(model.replicas.size()));
+    // The replicas excluded already, counted when the first slow one is found (usually none is).
+    size_t excluded = 0;
+    bool counted = false;
     for (const auto& [time, tracked] : peers) {
-      if (excluded >= budget || median <= 0 || time <= settings_.slow_factor * median) continue;
+      if (median <= 0 || time <= settings_.slow_factor * median) continue;
+      if (!counted) {
+        for (const auto& entry : model.replicas) {
+          excluded += entry.state->health() == HealthState::kExcluded;
+        }
+        counted = true;
+      }
+      if (excluded >= budget) continue;
       const Transition t = tracked->health.onSlowOutlier(now);
-      if (t.changed) ++excluded;
+      if (!t.changed) continue;
+      ++excluded;
       apply(*tracked, t, now);
     }
   }
@@ -242,12 +252,14 @@ void FleetHealth::tick(TimeNs now,
     }
     tracked->seen_token_time_ns = ns;
     tracked->seen_timed_tokens = tokens;
-    apply(*tracked, tracked->health.onTick(now), now);
-    apply(*tracked,
-          tracked->health.onOutcomes(c.outcome_successes_total.load(std::memory_order_relaxed),
-                                     c.outcome_failures_total.load(std::memory_order_relaxed),
-                                     c.consecutive_failures.load(std::memory_order_relaxed), now),
-          now);
+    // apply() is out of line (it logs): called only on a change.
+    const Transition ticked = tracked->health.onTick(now);
+    if (ticked.changed) apply(*tracked, ticked, now);
+    const Transition judged =
+        tracked->health.onOutcomes(c.outcome_successes_total.load(std::memory_order_relaxed),
+                                   c.outcome_failures_total.load(std::memory_order_relaxed),
+                                   c.consecutive_failures.load(std::memory_order_relaxed), now);
+    if (judged.changed) apply(*tracked, judged, now);
     // A suspect replica, or one whose backoff just ended, is probed now rather than at the next
     // probe interval.
     const bool urgent =

@@ -83,6 +83,7 @@ class FleetHealth {
   // Scratch space reused by every tick.
   std::vector<std::pair<double, size_t>> scratch_loads_;
   std::vector<std::pair<double, size_t>> scratch_sorted_;
+  std::vector<double> scratch_values_;
   std::vector<double> scratch_requests_;
   std::vector<double> scratch_times_;
   std::vector<std::vector<std::pair<double, Tracked*>>> scratch_by_gpu_;

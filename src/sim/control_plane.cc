@@ -19,7 +19,7 @@ void Simulator::scrape(SimGateway& g) {
     fleet::ReplicaState& state = *g.fleet_states[p];
     if (r.alive) {
       catchUp(r);
-      state.storeSignals(engineSignalsOf(r.model->load()), now_);
+      state.storeSignals(engineSignalsOf(r.model->gauges()), now_);
     } else {
       state.markScrapeFailed(now_);
     }

@@ -98,13 +98,19 @@ void Simulator::addReplica(size_t group, TimeNs now, bool starting) {
   tuned.tuning = fg.tuning;
   r.perf = engine::makePerfConfig(tuned, fg.gpu, scenario_.model, fg.tp);
   r.perf.prefix_caching = fg.prefix_caching;
-  r.model = std::make_unique<engine::BatchingModel>(r.perf);
-  // The simulator needs each request's first and last token only: plain decode steps cost O(1).
-  r.model->setDetail(engine::BatchingModel::Detail::kMilestones);
+  r.model = newModel(r.perf);
   r.added_at = now;
   r.ready_at = starting ? now + fg.startup : now;
   replicas_.push_back(std::move(r));
   if (window_open_ && !window_closed_) startWindow(replicas_.back());
+}
+
+std::unique_ptr<engine::BatchingModel> Simulator::newModel(const engine::PerfConfig& perf) {
+  auto model = std::make_unique<engine::BatchingModel>(perf);
+  // The simulator needs each request's first and last token only: plain decode steps cost O(1).
+  model->setDetail(engine::BatchingModel::Detail::kMilestones);
+  model->shareSeqPool(seq_pool_);
+  return model;
 }
 
 void Simulator::applyFleet(TimeNs now) {
@@ -384,8 +390,7 @@ void Simulator::failReplica(SimReplica& r) {
   catchUp(r);
   r.busy_offset += r.model->load().busy_seconds_total;  // keep what it did before failing
   r.tokens_offset += r.model->load().generated_tokens_total;
-  r.model = std::make_unique<engine::BatchingModel>(r.perf);
-  r.model->setDetail(engine::BatchingModel::Detail::kMilestones);
+  r.model = newModel(r.perf);
   ++r.generation;
   r.scheduled = -1;
   r.inflight = 0;

@@ -165,6 +165,7 @@ class Simulator {
   // --- set-up and the loop (simulator.cc)
   // `starting`: added during the run, so it joins the gateways' fleet after its group's start-up.
   void addReplica(size_t group, TimeNs now, bool starting);
+  std::unique_ptr<engine::BatchingModel> newModel(const engine::PerfConfig& perf);
   void applyFleet(TimeNs now);
   void applyFleet(SimGateway& g, TimeNs now);
   void scheduleReplica(SimReplica& r);
@@ -254,6 +255,9 @@ class Simulator {
   bool window_open_ = false;
   bool window_closed_ = false;
 
+  // Every engine model's request state, one pool: a request finished on one replica leaves its
+  // state in cache for the next request submitted anywhere.
+  std::shared_ptr<engine::BatchingModel::SeqPool> seq_pool_ = engine::BatchingModel::makeSeqPool();
   std::vector<SimReplica> replicas_;
   std::vector<SimGateway> gateways_;  // sized once: a FleetRegistry does not move
   std::vector<int> live_gateways_;

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -341,6 +343,15 @@ TEST(BatchingModelTest, LazyPlainStepsMatchTheStepByStepPath) {
         BatchingModel model(c);
         model.setDetail(detail, lazy);
         Observed out;
+        // Every load read also checks that gauges() is exportedGauges(load()).
+        const auto record = [&model, &out] {
+          out.loads.push_back(model.load());
+          const ExportedGauges expected = exportedGauges(out.loads.back());
+          const ExportedGauges read = model.gauges();
+          EXPECT_EQ(read.running, expected.running);
+          EXPECT_EQ(read.waiting, expected.waiting);
+          EXPECT_EQ(read.kv_usage, expected.kv_usage);
+        };
         Rng rng(42 + blocks + (prefix ? 1 : 0));
         TimeNs now = 0;
         RequestId next = 1;
@@ -354,7 +365,7 @@ TEST(BatchingModelTest, LazyPlainStepsMatchTheStepByStepPath) {
             EXPECT_TRUE(due >= 0 && due <= now) << due << " " << now;
           }
           out.events.insert(out.events.end(), events.begin(), events.end());
-          out.loads.push_back(model.load());
+          record();
           if (rng.below(10) == 0 && next > 3) {
             model.cancel(next - 1 - rng.below(3), now);
           } else {
@@ -364,11 +375,11 @@ TEST(BatchingModelTest, LazyPlainStepsMatchTheStepByStepPath) {
                          now);
             ++next;
           }
-          out.loads.push_back(model.load());
+          record();
         }
         std::vector<TokenEvent> rest = runToIdle(model);
         out.events.insert(out.events.end(), rest.begin(), rest.end());
-        out.loads.push_back(model.load());
+        record();
         return out;
       };
       const Observed eager = run(BatchingModel::Detail::kMilestones, false);
@@ -414,6 +425,112 @@ TEST(BatchingModelTest, LazyPlainStepsMatchTheStepByStepPath) {
       }
     }
   }
+}
+
+// Models sharing one SeqPool (as a fleet simulation's do) report exactly what models with their
+// own report, with cancels leaving stale finish-heap entries behind and a model destroyed with
+// requests in it (its state goes back to the pool, reused by the others).
+TEST(BatchingModelTest, ModelsSharingASeqPoolReportWhatModelsAloneDo) {
+  PerfConfig c = config("A100");
+  c.kv_blocks = 400;
+  c.max_num_seqs = 24;
+  constexpr int kModels = 3;
+  const auto run = [&](bool shared) {
+    const auto pool = BatchingModel::makeSeqPool();
+    std::vector<std::unique_ptr<BatchingModel>> models;
+    for (int m = 0; m < kModels + 1; ++m) {
+      models.push_back(std::make_unique<BatchingModel>(c));
+      models.back()->setDetail(BatchingModel::Detail::kMilestones);
+      if (shared) models.back()->shareSeqPool(pool);
+    }
+    std::vector<std::vector<TokenEvent>> events(kModels + 1);
+    Rng rng(7);
+    TimeNs now = 0;
+    RequestId next = 1;
+    for (int i = 0; i < 900; ++i) {
+      now += static_cast<TimeNs>(rng.below(40)) * kMs / 8;
+      const auto m = static_cast<size_t>(rng.below(kModels + 1));
+      if (i == 450) models[kModels].reset();  // the spare goes, its requests unfinished
+      for (size_t k = 0; k < models.size(); ++k) {
+        if (models[k]) models[k]->advance(now, events[k]);
+      }
+      if (!models[m]) continue;
+      if (rng.below(8) == 0 && next > 3) {
+        models[m]->cancel(next - 1 - rng.below(3), now);
+      } else {
+        models[m]->submit(ModelRequest{next++, 20 + static_cast<int>(rng.below(200)),
+                                       1 + static_cast<int>(rng.below(150)), {}},
+                          now);
+      }
+    }
+    for (int m = 0; m < kModels; ++m) {
+      std::vector<TokenEvent> rest = runToIdle(*models[static_cast<size_t>(m)]);
+      events[static_cast<size_t>(m)].insert(events[static_cast<size_t>(m)].end(), rest.begin(),
+                                            rest.end());
+    }
+    return events;
+  };
+  const auto alone = run(false);
+  const auto shared = run(true);
+  for (int m = 0; m < kModels + 1; ++m) {
+    const auto& a = alone[static_cast<size_t>(m)];
+    const auto& b = shared[static_cast<size_t>(m)];
+    ASSERT_EQ(a.size(), b.size()) << m;
+    EXPECT_GT(a.size(), 10u) << m;
+    for (size_t i = 0; i < a.size(); ++i) {
+      EXPECT_EQ(a[i].id, b[i].id) << m << " " << i;
+      EXPECT_EQ(a[i].time, b[i].time) << m << " " << i;
+      EXPECT_EQ(a[i].tokens, b[i].tokens) << m << " " << i;
+      EXPECT_EQ(a[i].finished, b[i].finished) << m << " " << i;
+    }
+  }
+  BatchingModel busy(c);
+  busy.submit(ModelRequest{1, 10, 10, {}}, 0);
+  EXPECT_THROW(busy.shareSeqPool(BatchingModel::makeSeqPool()), std::logic_error);
+}
+
+// A's cancelled group member leaves a stale finish-heap entry; its Seq goes to B, where it joins
+// B's group. When A's decoding reaches the stale entry's step, A must skip it: tags are unique
+// across the pool, not per model.
+TEST(BatchingModelTest, AStaleFinishEntryNeverMatchesASeqReusedByAnotherModel) {
+  const PerfConfig c = config("A100");
+  const auto pool = BatchingModel::makeSeqPool();
+  BatchingModel a(c);
+  BatchingModel b(c);
+  for (BatchingModel* m : {&a, &b}) {
+    m->setDetail(BatchingModel::Detail::kMilestones);
+    m->shareSeqPool(pool);
+  }
+  std::vector<TokenEvent> a_events;
+  std::vector<TokenEvent> b_events;
+  a.submit(ModelRequest{1, 20, 50, {}}, 0);
+  a.submit(ModelRequest{3, 20, 400, {}}, 0);  // keeps A decoding past request 1's last step
+  // Until both have their first token: in A's decoding group.
+  const auto first_tokens = [](const std::vector<TokenEvent>& events) {
+    return std::count_if(events.begin(), events.end(),
+                         [](const TokenEvent& e) { return e.previous_token < 0; });
+  };
+  while (first_tokens(a_events) < 2) a.advance(a.nextEventTime(), a_events);
+  const TimeNs now = a_events.back().time + 50 * kMs;  // a few steps of the group later
+  a.advance(now, a_events);
+  ASSERT_EQ(a.load().running, 2);
+  a.cancel(1, now);
+  b.submit(ModelRequest{2, 20, 100, {}}, now);  // request 1's Seq, reused
+  while (first_tokens(b_events) < 1) b.advance(b.nextEventTime(), b_events);  // in B's group
+  ASSERT_TRUE(b_events.back().id == 2 && !b_events.back().finished);
+  for (TimeNs t = std::min(a.nextEventTime(), b.nextEventTime()); t >= 0;) {
+    a.advance(t, a_events);
+    b.advance(t, b_events);
+    const TimeNs ta = a.nextEventTime();
+    const TimeNs tb = b.nextEventTime();
+    t = ta < 0 ? tb : (tb < 0 ? ta : std::min(ta, tb));
+  }
+  int b_tokens = 0;
+  for (const TokenEvent& e : b_events) {
+    if (e.id == 2) b_tokens += e.tokens;
+  }
+  EXPECT_EQ(b_tokens, 100);
+  for (const TokenEvent& e : a_events) EXPECT_NE(e.id, 2u);
 }
 
 TEST(ThroughputTableTest, PrintsEveryGpu) {
