@@ -233,6 +233,12 @@ RunResult Simulator::collect() {
       out.health_exclusions +=
           state->counters().health_exclusions_total.load(std::memory_order_relaxed);
     }
+    // Transitions are counted as "state:reason"; an exclusion is "excluded:<reason>".
+    constexpr std::string_view kExcluded = "excluded:";
+    for (const auto& [transition, count] : g.health->transitions()) {
+      if (transition.rfind(kExcluded, 0) != 0) continue;
+      out.health_exclusions_by_reason[transition.substr(kExcluded.size())] += count;
+    }
   }
   // Capacity convergence: from the start, the first second after which every type's mean
   // learned capacity stays within 10 % of its value at the end of the arrivals.

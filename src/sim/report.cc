@@ -32,6 +32,15 @@ std::string jsonString(const std::string& s) {
   return out + "\"";
 }
 
+// " (load_outlier 12, request_failures 3)" after the exclusions count; empty without any.
+std::string exclusionReasons(const RunResult& run) {
+  std::string out;
+  for (const auto& [reason, count] : run.health_exclusions_by_reason) {
+    out += fmt::format("{}{} {}", out.empty() ? " (" : ", ", reason, count);
+  }
+  return out.empty() ? out : out + ")";
+}
+
 int64_t refusals(const GroupStats& g) {
   int64_t n = 0;
   for (size_t k = 0; k < g.outcomes.size(); ++k) {
@@ -146,13 +155,13 @@ std::string formatSummary(const RunSet& set) {
     const double sim_s = static_cast<double>(run.simulated) / 1e9;
     out += fmt::format(
         "  {:<26} {} events, {:.0f} simulated s{}; queue depth p99 {} max {}; health exclusions "
-        "{}{}{}{}{}{}\n",
+        "{}{}{}{}{}{}{}\n",
         run.strategy, run.events, sim_s,
         run.wall_seconds > 0 ? fmt::format(" in {:.1f} wall s ({:.1f}x real time)",
                                            run.wall_seconds, sim_s / run.wall_seconds)
                              : "",
         ms(run.queue_depth.percentile(99)),
-        ms(run.queue_depth.max()), run.health_exclusions,
+        ms(run.queue_depth.max()), run.health_exclusions, exclusionReasons(run),
         run.capacity_convergence_s >= 0
             ? fmt::format("; capacity learned within 10 % after {:.0f} s",
                           run.capacity_convergence_s)
@@ -288,6 +297,12 @@ std::string formatSummaryJson(const RunSet& set) {
                        num(run.queue_depth.percentile(99), 1), num(run.queue_depth.max(), 1));
     out += fmt::format("      \"routing_us_per_decision\": {},\n",
                        set.timed_routing ? num(run.routing_ns.mean() / 1e3) : "null");
+    out += fmt::format("      \"health_exclusions\": {},\n", run.health_exclusions);
+    std::string reasons;
+    for (const auto& [reason, count] : run.health_exclusions_by_reason) {
+      reasons += fmt::format("{}{}: {}", reasons.empty() ? "" : ", ", jsonString(reason), count);
+    }
+    out += fmt::format("      \"health_exclusions_by_reason\": {{{}}},\n", reasons);
     out +=
         fmt::format("      \"capacity_convergence_s\": {},\n",
                     run.capacity_convergence_s >= 0 ? num(run.capacity_convergence_s, 0) : "null");

@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,9 @@ struct RunResult {
   int64_t decisions = 0;
   double wall_seconds = 0;  // set by the caller that timed the run (0: not timed)
   int64_t health_exclusions = 0;
+  // Exclusions by reason (health::healthReasonName: load_outlier, request_failures, ...), summed
+  // over every gateway's health decisions.
+  std::map<std::string, int64_t> health_exclusions_by_reason;
   int64_t shared_state_degraded = 0;  // admission or sync calls answered degraded
   int64_t shared_admission_calls = 0;  // request-path calls to shared state (admit, lease)
   // The admission queue: the most requests any gateway held at once; engine work spent on

@@ -88,6 +88,15 @@ TEST(SimulatorTest, AFailedReplicaIsRetriedAroundAndExcludedThenComesBack) {
 )");
   const RunResult r = run(s, "least-request");
   EXPECT_GT(r.health_exclusions, 0);
+  // Said why: the failures of the requests it was sent (or of the probes), nothing else.
+  int64_t by_reason = 0;
+  for (const auto& [reason, count] : r.health_exclusions_by_reason) {
+    EXPECT_TRUE(reason == "request_failures" || reason == "probe_failures" ||
+                reason == "half_open_failure")
+        << reason;
+    by_reason += count;
+  }
+  EXPECT_GT(by_reason, 0);
   const GroupStats& all = r.groups.back();
   // Requests cut mid-stream fail; the rest fail over or avoid the replica.
   EXPECT_GT(all.ok(), 0.97 * static_cast<double>(all.requests));
