@@ -27,7 +27,6 @@ BatchingModel::BatchingModel(PerfConfig config)
   prefix_caching_ = config_.prefix_caching;
   max_num_seqs_ = config_.max_num_seqs;
   max_num_batched_tokens_ = config_.max_num_batched_tokens;
-  num_scheduler_steps_ = config_.num_scheduler_steps;
   multi_step_ = config_.num_scheduler_steps > 1;
   request_overhead_ns_ = config_.request_overhead_ns;
   step_overhead_ns_ = config_.step_overhead_ns;
@@ -430,7 +429,7 @@ TimeNs BatchingModel::extendDecodes(const StepPlan& plan) {
   // blocks allow (up to N - 1), then allocate them and price each step (the context grows by
   // one token per request per step).
   const int n = static_cast<int>(step_.size());
-  int extra = num_scheduler_steps_ - 1;
+  int extra = config_.num_scheduler_steps - 1;  // multi-step only: a cold read is fine
   for (; extra > 0; --extra) {
     int64_t needed = 0;
     for (const Seq* seq : step_) {

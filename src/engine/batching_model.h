@@ -310,7 +310,6 @@ class alignas(64) BatchingModel final : public EngineModel {
   std::vector<Seq*> step_;   // scheduled in the step in flight; nullptr once cancelled
   std::vector<Seq*> eager_;  // running requests outside the group, in admission order
   uint64_t next_order_ = 0;
-  int num_scheduler_steps_ = 1;
   SeqQueue pending_;  // submitted, not schedulable yet (request overhead); FIFO
   // Each member's group_steps_ at its last token. An entry is stale when its Seq left the group
   // (cancelled, or reused since): isLive() tells, and stale entries are skipped.
