@@ -19,7 +19,9 @@ once per strategy on a fresh engine and gateway with the same seeded users:
           that context plus a new ~1,200-token question. The default group count makes the
           contexts need about three quarters of the fleet's KV cache (read from the engines'
           vllm:cache_config_info num_gpu_blocks). Reported besides: TTFT p90 and throughput
-          (requests completed per second after the warm-up).
+          (requests completed per second after the warm-up). Closed loop (0.2-1 s of thinking),
+          or with PREFIX_LLMD_RATE=R open loop: Poisson arrivals at R requests/s, as llm-d
+          offered fixed rates.
 
 Strategies (PREFIX_STRATEGIES): least-request, load-balance, session (load-balance with the
 x-session-id header: the gateway pins each conversation / user to the replica of its first
@@ -60,8 +62,13 @@ STRATEGIES = os.environ.get("PREFIX_STRATEGIES",
                             "prefix-cache-precise").split(",")
 LLMD_GROUPS = int(os.environ.get("PREFIX_LLMD_GROUPS", "0"))  # 0: 3/4 of the fleet's KV cache
 LLMD_USERS = int(os.environ.get("PREFIX_LLMD_USERS", "2"))
+# llm-d's runs offer a fixed rate; > 0: Poisson arrivals at this many requests/s (each from a
+# random user of a random group), instead of the closed loop of users thinking 0.2-1 s.
+LLMD_RATE = float(os.environ.get("PREFIX_LLMD_RATE", "0"))
 # Gateway workers: each learns its own index (docs/routing.md), so more workers see less.
 WORKERS = int(os.environ.get("PREFIX_WORKERS", "1"))
+# Extra keys for routing.prefix_cache, e.g. "hot_spot_factor: 3" (docs/routing.md).
+CACHE_KEYS = os.environ.get("PREFIX_CACHE_KEYS", "")
 MODEL = "llama2-7b"
 
 
@@ -247,9 +254,9 @@ def start_fleet(strategy):
                                                                                   strategy)
     mode = "precise" if precise else "approximate"
     config = ("listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nworkers: %d\n"
-              "routing:\n  prefix_cache: { mode: %s }\n"
+              "routing:\n  prefix_cache: { mode: %s%s }\n"
               "models:\n  - name: %s\n    routing_strategy: %s\n    replicas:\n%s"
-              % (WORKERS, mode, MODEL, name, lines))
+              % (WORKERS, mode, ", " + CACHE_KEYS if CACHE_KEYS else "", MODEL, name, lines))
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
         f.write(config)
         config_file = f.name
@@ -294,20 +301,28 @@ async def run(workload, strategy):
         t0 = time.time()
         end = t0 + SECONDS
 
+        async def one(u, censor):
+            """One request of user u, recorded; returns the user's think time."""
+            payload, session, think = u.next()
+            headers = {"x-session-id": session} if strategy == "session" else {}
+            sent = time.time()
+            try:
+                status, ttft, e2e = await stream(gports[0], json.dumps(payload), headers)
+            except (asyncio.TimeoutError, OSError):
+                status, ttft, e2e = 0, None, time.time() - sent
+            if ttft is None and censor:
+                # Still waiting for its first token when it ended: it waited at least this long.
+                # Counted so, not dropped, or an overloaded fleet would look faster.
+                ttft = e2e
+            records.append({"sent": sent - t0, "status": status, "ttft": ttft, "e2e": e2e,
+                            "tokens": len(json.dumps(payload["messages"])) // 4})
+            return think
+
         async def user(u, index):
             # Staggered starts: users arrive over the first second.
             await asyncio.sleep(index / max(1, count))
             while time.time() < end:
-                payload, session, think = u.next()
-                headers = {"x-session-id": session} if strategy == "session" else {}
-                sent = time.time()
-                try:
-                    status, ttft, e2e = await stream(gports[0], json.dumps(payload), headers)
-                except (asyncio.TimeoutError, OSError):
-                    status, ttft, e2e = 0, None, time.time() - sent
-                records.append({"sent": sent - t0, "status": status, "ttft": ttft, "e2e": e2e,
-                                "tokens": len(json.dumps(payload["messages"])) // 4})
-                await asyncio.sleep(think)
+                await asyncio.sleep(await one(u, False))
 
         async def sampler():
             while time.time() < end:
@@ -320,7 +335,22 @@ async def run(workload, strategy):
                     samples.append(loads)
                 await asyncio.sleep(0.25)
 
-        await asyncio.gather(sampler(), *(user(u, i) for i, u in enumerate(users)))
+        async def open_loop():
+            rng = random.Random(SEED + 900)
+            tasks = []
+            at = time.time()
+            while True:
+                at += rng.expovariate(LLMD_RATE)
+                if at >= end:
+                    break
+                await asyncio.sleep(max(0.0, at - time.time()))
+                tasks.append(asyncio.ensure_future(one(rng.choice(users), True)))
+            await asyncio.gather(*tasks)
+
+        if workload == "llmd" and LLMD_RATE > 0:
+            await asyncio.gather(sampler(), open_loop())
+        else:
+            await asyncio.gather(sampler(), *(user(u, i) for i, u in enumerate(users)))
         after = [await get_metrics(p) for p in ports]
     finally:
         stop(gateway)
@@ -383,8 +413,10 @@ def main():
                 r["strategy"], r["requests"], r["failed"], r["ttft_p50"] * 1e3,
                 r["ttft_p99"] * 1e3, r["e2e_p99"], 100 * r["hit_rate"], r["max_mean"], ratio))
         if workload == "llmd":
-            say("  %d groups x %d users; TTFT p90 and throughput (requests/s completed):" % (
-                rows[0]["groups"], LLMD_USERS))
+            offered = ("open loop, %g requests/s offered" % LLMD_RATE if LLMD_RATE > 0 else
+                       "closed loop")
+            say("  %d groups x %d users, %s; TTFT p90 and throughput (requests/s completed):" % (
+                rows[0]["groups"], LLMD_USERS, offered))
             for r in rows:
                 say("  %-20s TTFT p90 %8.0fms  throughput %6.2f/s" % (
                     r["strategy"], r["ttft_p90"] * 1e3, r["throughput"]))

@@ -12,7 +12,8 @@
 #   PREFIX_SECONDS=40 PREFIX_WARMUP=5 PREFIX_SEED=7 PREFIX_CHAT_USERS=40 PREFIX_SYSTEM_USERS=40
 #   PREFIX_RAG_USERS=40 PREFIX_WORKLOADS=chat,system,rag,llmd (llmd: llm-d's shape, groups sharing
 #   a 6,000-token context with 1,200-token questions; PREFIX_LLMD_GROUPS=0 (3/4 of the fleet's KV)
-#   PREFIX_LLMD_USERS=2 per group)
+#   PREFIX_LLMD_USERS=2 per group; PREFIX_LLMD_RATE=R offers R requests/s open loop instead)
+#   PREFIX_CACHE_KEYS="hot_spot_tokens: 2048" (extra routing.prefix_cache keys for every run)
 #   PREFIX_STRATEGIES=least-request,load-balance,session,prefix-cache,prefix-cache-precise
 #   (prefix-cache-precise: the engines publish KV events and the gateway routes on them)
 #   PREFIX_WORKERS=1 (gateway workers: each learns its own index)

@@ -44,6 +44,7 @@ PrefixStage::Probe PrefixStage::probe(std::span<const uint64_t> blocks) {
   probe.total_blocks = static_cast<uint32_t>(blocks.size());
   probe.block_tokens = params_.block_tokens;
   probe.hot_spot_factor = params_.hot_spot_factor;
+  probe.hot_spot_tokens = params_.hot_spot_tokens;
   return probe;
 }
 

@@ -257,6 +257,22 @@ TEST_F(PrefixRoutingTest, TheHotSpotGuardSendsAPopularPrefixElsewhere) {
   EXPECT_EQ(decide("prefix-cache", &probe).chosen, 0);
 }
 
+TEST_F(PrefixRoutingTest, ALongMatchIsWorthMoreQueueBeforeTheGuardActs) {
+  build(4);
+  running(0, 12);  // fair share (12 + 1) / 4 = 3.25: guarded above max(1.5 × 3.25, 2) = 4.875
+  FixedProbe probe(model(), {10, 0, 0, 0});
+  probe.total_blocks = 10;  // 160 matched tokens
+  probe.hot_spot_tokens = 32;  // 5 more in flight allowed: 13 > 9.875, still guarded
+  EXPECT_NE(decide("prefix-cache", &probe).chosen, 0);
+  probe.hot_spot_tokens = 16;  // 10 more: 13 <= 14.875, the match wins
+  EXPECT_EQ(decide("prefix-cache", &probe).chosen, 0);
+  // The allowance follows the match's length: one block (1 more) is guarded as before.
+  FixedProbe short_match(model(), {1, 0, 0, 0});
+  short_match.total_blocks = 10;
+  short_match.hot_spot_tokens = 16;
+  EXPECT_NE(decide("prefix-cache:5,load-balance:4", &short_match).chosen, 0);
+}
+
 TEST(PrefixCacheConfigTest, ParsesTheKeysAndRejectsBadValues) {
   const gateway::GatewayConfig config = gateway::parseConfig(R"(
 routing:
@@ -264,11 +280,17 @@ routing:
     block_tokens: 32
     kv_cache_blocks: 2000
     hot_spot_factor: 2
+    hot_spot_tokens: 4096
 models: []
 )");
   EXPECT_EQ(config.prefix_cache.block_tokens, 32u);
   EXPECT_EQ(config.prefix_cache.kv_cache_blocks, 2000u);
   EXPECT_EQ(config.prefix_cache.hot_spot_factor, 2.0);
+  EXPECT_EQ(config.prefix_cache.hot_spot_tokens, 4096.0);
+  EXPECT_EQ(gateway::GatewayConfig{}.prefix_cache.hot_spot_tokens, 0.0);  // off unless asked
+  EXPECT_THROW(
+      gateway::parseConfig("routing:\n  prefix_cache:\n    hot_spot_tokens: -1\nmodels: []\n"),
+      ConfigError);
   EXPECT_THROW(gateway::parseConfig("routing:\n  prefix_cache:\n    block_tokens: 0\nmodels: []\n"),
                ConfigError);
   EXPECT_THROW(gateway::parseConfig("routing:\n  prefix_cache:\n    colour: red\nmodels: []\n"),

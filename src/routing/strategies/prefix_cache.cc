@@ -62,14 +62,17 @@ ScoreNote PrefixCacheStrategy::score(const ScoringContext& context,
   }
   const bool guard = probe->hot_spot_factor > 0 && m > 1;
   const double total = probe->total_blocks;
+  const double blocks_per_allowance =
+      probe->hot_spot_tokens > 0 ? probe->hot_spot_tokens / probe->block_tokens : 0;
   for (size_t i = 0; i < m; ++i) {
     const PrefixMatch found = probe->match(*replicas[candidates[i]].state);
     const uint32_t matched = found.blocks;
     inputs[i].prefix_blocks = matched;
     inputs[i].prefix_exact = found.exact;
     const double fair = (running_sum + 1) * inputs[i].decode / total_capacity;
-    const bool hot =
-        guard && inputs[i].running + 1 > std::max(probe->hot_spot_factor * fair, kGuardFloor);
+    const double allowance = blocks_per_allowance > 0 ? matched / blocks_per_allowance : 0;
+    const bool hot = guard && inputs[i].running + 1 >
+                                  std::max(probe->hot_spot_factor * fair, kGuardFloor) + allowance;
     scores[i] = hot ? 1.0 : 1.0 - matched / total;
   }
   return note;
