@@ -31,10 +31,10 @@ class PrefixProbe {
   // Hot-spot guard: a candidate holding more than this × its capacity-weighted fair share of the
   // requests in flight has its match ignored (<= 0: no guard). strategies/prefix_cache.h.
   double hot_spot_factor = 1.5;
-  // ... plus one request in flight per this many matched tokens (<= 0: none, the default): a
-  // long match saves its prefill on the holder, and rebuilding it elsewhere evicts as much of
-  // other prefixes there. Pays where long shared contexts fill the KV caches (docs/routing.md).
-  double hot_spot_tokens = 0;
+  // ... plus one request in flight per this many matched tokens beyond the first as many (<= 0:
+  // none): a long match saves its prefill on the holder, and rebuilding it elsewhere evicts as
+  // much of other prefixes there. Shorter matches are guarded as if there were no allowance.
+  double hot_spot_tokens = 1536;
 
  protected:
   ~PrefixProbe() = default;

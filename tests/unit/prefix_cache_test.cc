@@ -262,11 +262,11 @@ TEST_F(PrefixRoutingTest, ALongMatchIsWorthMoreQueueBeforeTheGuardActs) {
   running(0, 12);  // fair share (12 + 1) / 4 = 3.25: guarded above max(1.5 × 3.25, 2) = 4.875
   FixedProbe probe(model(), {10, 0, 0, 0});
   probe.total_blocks = 10;  // 160 matched tokens
-  probe.hot_spot_tokens = 32;  // 5 more in flight allowed: 13 > 9.875, still guarded
+  probe.hot_spot_tokens = 32;  // 160 / 32 − 1 = 4 more in flight allowed: 13 > 8.875, guarded
   EXPECT_NE(decide("prefix-cache", &probe).chosen, 0);
-  probe.hot_spot_tokens = 16;  // 10 more: 13 <= 14.875, the match wins
+  probe.hot_spot_tokens = 16;  // 9 more: 13 <= 13.875, the match wins
   EXPECT_EQ(decide("prefix-cache", &probe).chosen, 0);
-  // The allowance follows the match's length: one block (1 more) is guarded as before.
+  // A match no longer than hot_spot_tokens earns nothing: guarded as before.
   FixedProbe short_match(model(), {1, 0, 0, 0});
   short_match.total_blocks = 10;
   short_match.hot_spot_tokens = 16;
@@ -287,7 +287,7 @@ models: []
   EXPECT_EQ(config.prefix_cache.kv_cache_blocks, 2000u);
   EXPECT_EQ(config.prefix_cache.hot_spot_factor, 2.0);
   EXPECT_EQ(config.prefix_cache.hot_spot_tokens, 4096.0);
-  EXPECT_EQ(gateway::GatewayConfig{}.prefix_cache.hot_spot_tokens, 0.0);  // off unless asked
+  EXPECT_EQ(gateway::GatewayConfig{}.prefix_cache.hot_spot_tokens, 1536.0);
   EXPECT_THROW(
       gateway::parseConfig("routing:\n  prefix_cache:\n    hot_spot_tokens: -1\nmodels: []\n"),
       ConfigError);

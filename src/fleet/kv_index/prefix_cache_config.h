@@ -25,7 +25,7 @@ struct PrefixCacheParams {
   // a built-in GPU profile for its `gpu` label and model says.
   uint32_t kv_cache_blocks = 4096;
   double hot_spot_factor = 1.5;  // routing/prefix_probe.h; 0 turns the guard off
-  double hot_spot_tokens = 0;    // routing/prefix_probe.h; 0: the guard ignores match length
+  double hot_spot_tokens = 1536;  // routing/prefix_probe.h; 0: the guard ignores match length
   uint64_t hash_seed = 0;        // the chain's first seed
   PrefixCacheMode mode = PrefixCacheMode::kAuto;
   // After KV events were lost beyond repair, a replica routes approximately for this long while

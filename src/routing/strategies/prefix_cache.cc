@@ -70,7 +70,10 @@ ScoreNote PrefixCacheStrategy::score(const ScoringContext& context,
     inputs[i].prefix_blocks = matched;
     inputs[i].prefix_exact = found.exact;
     const double fair = (running_sum + 1) * inputs[i].decode / total_capacity;
-    const double allowance = blocks_per_allowance > 0 ? matched / blocks_per_allowance : 0;
+    // Matches up to hot_spot_tokens (chat histories, system prompts) are guarded as they were
+    // without an allowance; it is long shared contexts that thrash when moved.
+    const double allowance =
+        blocks_per_allowance > 0 ? std::max(0.0, matched / blocks_per_allowance - 1) : 0;
     const bool hot = guard && inputs[i].running + 1 >
                                   std::max(probe->hot_spot_factor * fair, kGuardFloor) + allowance;
     scores[i] = hot ? 1.0 : 1.0 - matched / total;

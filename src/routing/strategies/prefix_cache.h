@@ -10,9 +10,10 @@ namespace switchyard::routing {
 // Hot-spot guard: with fair_r = (Σ running + 1) × capacity_r ÷ Σ capacity (this request's fair
 // share of the in-flight requests by capacity: the learned decode capacity, the candidates' mean
 // where unknown, equal where none is known), a candidate with running_r + 1 >
-// max(hot_spot_factor × fair_r, 2) + matched_tokens_r ÷ hot_spot_tokens scores 1 whatever it
-// matched, so a popular prefix cannot pile onto one replica; the longer the match, the more
-// queue it is worth (its prefill saved, and no other prefix evicted to rebuild it elsewhere). Auto-blended with load-balance at 5 : 4 (autoBlendScale()). Without a
+// max(hot_spot_factor × fair_r, 2) + max(0, matched_tokens_r ÷ hot_spot_tokens − 1) scores 1
+// whatever it matched, so a popular prefix cannot pile onto one replica; a match longer than
+// hot_spot_tokens is worth more queue (its prefill saved, and no other prefix evicted to
+// rebuild it elsewhere). Auto-blended with load-balance at 5 : 4 (autoBlendScale()). Without a
 // probe or with a prompt shorter than a block every candidate scores 0 and load decides. Writes
 // CandidateInputs::prefix_blocks (ScoreNote::prefix) so that decision records show each
 // candidate's match.
