@@ -5,8 +5,9 @@
 #     32-64 output tokens at 4 req/s, bucketed as the gateways count it (optimizer_load.py);
 #  3. optimize --once: the heterogeneous answer, and A10-only and L20-only answers (the
 #     cheapest homogeneous fleet that meets the SLO is the cheaper of the two);
-#  4. runs the recommended mix on emulated engines behind a gateway with load-balance routing
-#     (switchyard demo) and reports SLO attainment, and the cheapest homogeneous fleet likewise;
+#  4. runs the recommended mix on emulated engines behind a gateway (switchyard demo) with
+#     load-balance routing and with SLO routing on the same profiles, and reports SLO attainment,
+#     and the cheapest homogeneous fleet likewise;
 #  5. sweeps the long-prompt share from 0 to 100 % at the same total rate: cost of the
 #     heterogeneous answer / cost of the best homogeneous one, as a table and a PNG.
 # Prices: data/gpu_prices.yaml (with sources). Output: build/bench-optimizer/.
@@ -14,7 +15,8 @@
 # Environment: OPT_SECONDS=60 (measured seconds of each run), OPT_WARMUP=15, OPT_SLO=tpot=50ms,
 # OPT_RATE=11, OPT_MIX=chat:0.64:20-300:64-256,code:0.36:2300-2800:32-64 (prompt words, output
 # tokens), OPT_HEADROOM=0, OPT_SKIP_RUN=1 (solve only), OPT_OUT=build/bench-optimizer,
-# OPT_A10_COST / OPT_L20_COST (default: data/gpu_prices.yaml).
+# OPT_A10_COST / OPT_L20_COST (default: data/gpu_prices.yaml), OPT_STRATEGIES=load-balance,slo
+# (routing strategies of the runs).
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -26,6 +28,7 @@ slo="${OPT_SLO:-tpot=50ms}"
 rate="${OPT_RATE:-11}"
 mix="${OPT_MIX:-chat:0.64:20-300:64-256,code:0.36:2300-2800:32-64}"
 headroom="${OPT_HEADROOM:-0}"
+run_strategies="${OPT_STRATEGIES:-load-balance,slo}"
 [ -x "$bin" ] || { echo "optimizer.sh: $bin not found; run make build" >&2; exit 1; }
 mkdir -p "$out"
 log="$out/optimizer.txt"
@@ -101,8 +104,8 @@ else:
 PY
 } | tee -a "$log"
 
-# 4. Run the answers on emulated engines (load-balance routing): the product page's mix, and its
-#    chat alone (the long prompts' share at 0 %), heterogeneous and cheapest homogeneous.
+# 4. Run the answers on emulated engines (load-balance and SLO routing): the product page's mix,
+#    and its chat alone (the long prompts' share at 0 %), heterogeneous and cheapest homogeneous.
 gpus_of() {  # JSON answer on stdin → "A10,A10,L20"
   python3 -c "import json,sys; d=json.load(sys.stdin); print(','.join(n.split('-')[-1] for n,k in d['replicas'].items() for _ in range(k)))"
 }
@@ -134,9 +137,14 @@ print(f'  ratio heterogeneous / cheapest homogeneous: {h[\"cost\"] / b[\"cost\"]
 run() {  # run NAME ANSWER_FILE MIX RATE
   local gpus; gpus="$(gpus_of < "$2")"
   [ -n "$gpus" ] || return 0
-  local cmd=("$bin" demo --gpus "$gpus" --rate "$4" --mix "$3" --strategies load-balance
-             --seconds "$seconds" --warmup "$warmup" --capacity-seconds 5 --slo-tpot-ms "$slo_ms"
-             --csv "$out/run-$1.csv")
+  # SLO routing reads the very profiles the answer was computed from (those of its GPU types).
+  local profiles=""
+  for gpu in A10 L20; do
+    case ",$gpus," in *",$gpu,"*) profiles="${profiles:+$profiles,}$gpu:$out/$gpu.json" ;; esac
+  done
+  local cmd=("$bin" demo --gpus "$gpus" --rate "$4" --mix "$3" --strategies "$run_strategies"
+             --slo-profiles "$profiles" --seconds "$seconds" --warmup "$warmup"
+             --capacity-seconds 5 --slo-tpot-ms "$slo_ms" --csv "$out/run-$1.csv")
   { echo; echo "run ($1): ${cmd[*]}"; } | tee -a "$log"
   "${cmd[@]}" 2>&1 | tee -a "$log" || true
 }

@@ -17,6 +17,7 @@
 
 #include "core/child_process.h"
 #include "loadgen/load_generator.h"
+#include "profile/profile_json.h"
 
 namespace switchyard::cli {
 namespace {
@@ -224,14 +225,59 @@ std::optional<std::string> gpuCostsMap(const std::string& spec,
   return "{ " + map + " }";
 }
 
-// The model's `slo:` for the strategies that route by it: the goodput SLO, emulated profiles,
-// the GPU prices when given.
+// `--slo-profiles` as GPU type -> absolute path, each type among `types` and each file a profile
+// SLO routing can use; nullopt (and `error`) otherwise.
+std::optional<std::vector<std::pair<std::string, std::string>>> sloProfileFiles(
+    const std::string& spec, const std::vector<std::string>& types, std::string* error) {
+  auto pairs = keyValuePairs(spec);
+  if (!pairs) {
+    *error = "must be GPU:FILE,...";
+    return std::nullopt;
+  }
+  for (auto& [gpu, file] : *pairs) {
+    if (std::find(types.begin(), types.end(), gpu) == types.end()) {
+      *error = gpu + " is not one of --gpus";
+      return std::nullopt;
+    }
+    const auto text = profile::readTextFile(file, error);
+    if (!text) return std::nullopt;
+    const profile::ProfileParse parsed = profile::parseProfileJson(*text);
+    if (!parsed.profile || !parsed.profile->hasSteps()) {
+      *error = file + ": " + (parsed.profile ? "no measured steps (regenerate it with "
+                                               "switchyard gen-profile)"
+                                             : parsed.error);
+      return std::nullopt;
+    }
+    std::error_code ignored;
+    file = std::filesystem::absolute(file, ignored).string();
+  }
+  return pairs;
+}
+
+// The model's `slo:` for the strategies that route by it: the goodput SLO, the profile files
+// given or else emulated profiles, the GPU prices when given.
 std::string sloBlock(const DemoOptions& o) {
   std::string objective = fmt::format("tpot={}ms", o.slo_tpot_ms);
   if (o.slo_ttft_ms > 0) objective += fmt::format(",ttft={}ms", o.slo_ttft_ms);
+  const std::vector<std::string> types = distinct(o.gpus);
+  std::string ignored;  // checked before the fleet started
+  const auto files = o.slo_profiles.empty()
+                         ? std::vector<std::pair<std::string, std::string>>{}
+                         : sloProfileFiles(o.slo_profiles, types, &ignored)
+                               .value_or(std::vector<std::pair<std::string, std::string>>{});
   std::string profiles;
-  for (const std::string& gpu : distinct(o.gpus)) {
-    profiles += fmt::format("{}{}: emulated", profiles.empty() ? "" : ", ", gpu);
+  for (const std::string& gpu : types) {
+    std::string source = "emulated";
+    for (const auto& [type, file] : files) {
+      if (type != gpu) continue;
+      source = "\"";  // a double-quoted YAML scalar: any path reads back as written
+      for (const char c : file) {
+        if (c == '"' || c == '\\') source += '\\';
+        source += c;
+      }
+      source += '"';
+    }
+    profiles += fmt::format("{}{}: {}", profiles.empty() ? "" : ", ", gpu, source);
   }
   const std::optional<std::string> costs =
       o.gpu_costs.empty() ? std::nullopt : gpuCostsMap(o.gpu_costs, distinct(o.gpus));
@@ -548,6 +594,11 @@ int runDemo(const DemoOptions& options) {
   if (!options.gpu_costs.empty() && !gpuCostsMap(options.gpu_costs, types)) {
     std::fprintf(stderr, "demo: --gpu-costs must be GPU:price,... with prices above 0, each "
                          "GPU one of --gpus\n");
+    return 2;
+  }
+  if (std::string error;
+      !options.slo_profiles.empty() && !sloProfileFiles(options.slo_profiles, types, &error)) {
+    std::fprintf(stderr, "demo: --slo-profiles: %s\n", error.c_str());
     return 2;
   }
 

@@ -43,6 +43,10 @@ struct DemoOptions {
   // Prices per replica-hour for the slo strategies' cost preference: "GPU:price,…" (empty: the
   // emulated profiles' cost of 1 each).
   std::string gpu_costs;
+  // Profile files for the slo strategies instead of emulated ones: "GPU:FILE,…" (a type not named
+  // keeps its emulated profile). The optimizer's benchmark runs its answer on the very profiles
+  // it was computed from.
+  std::string slo_profiles;
 };
 
 // 0 when the runs completed and every measured request succeeded, 1 otherwise.

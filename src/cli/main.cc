@@ -138,6 +138,9 @@ int main(int argc, char** argv) {
   demo->add_option("--gpu-costs", demo_options.gpu_costs,
                    "prices per replica-hour for the slo strategies, GPU:price,... "
                    "(e.g. A10:1.006,L20:1.861; default 1 each)");
+  demo->add_option("--slo-profiles", demo_options.slo_profiles,
+                   "profile files for the slo strategies, GPU:FILE,... (e.g. A10:a10.json; "
+                   "default: emulated profiles)");
   demo->add_option("--gpus", demo_options.gpus, "emulated GPU, one replica each")
       ->delimiter(',');
   demo->add_option("--strategies", demo_options.strategies, "routing strategies to compare")

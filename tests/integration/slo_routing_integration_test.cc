@@ -161,5 +161,33 @@ TEST(SloRoutingConfigTest, TheDemoRefusesMalformedGpuPricesBeforeStartingAFleet)
   }
 }
 
+TEST(SloRoutingConfigTest, TheDemoRefusesMalformedProfileFilesBeforeStartingAFleet) {
+  TempFile not_json("{\"gpu\": ", ".json");
+  for (const std::string& profiles :
+       {std::string("A10"), std::string("H100:") + not_json.path(),
+        std::string("A10:/nonexistent/a10.json"), "A10:" + not_json.path()}) {
+    auto process = spawnSwitchyard({"demo", "--gpus", "A10,L20", "--strategies", "slo",
+                                    "--slo-profiles", profiles, "--seconds", "1"});
+    const std::optional<int> status = process->waitExit(deadlineIn(30s));
+    ASSERT_TRUE(status.has_value()) << profiles;
+    EXPECT_EQ(*status, 2) << profiles;
+  }
+}
+
+// The demo's slo strategy runs on the profile file it is given (the optimizer's benchmark runs
+// its answer on the profiles it was computed from): a generated profile serves every request.
+TEST(SloRoutingConfigTest, TheDemoRoutesByTheProfileFileItIsGiven) {
+  TempFile profile("", ".json");
+  auto generate = spawnSwitchyard({"gen-profile", "--emulated", "A10", "--model", "llama2-7b",
+                                   "--deployment", "llama2-7b-A10", "--gpu", "A10", "--slo",
+                                   "tpot=50ms", "--prompts", "64,512", "--outputs", "16,64", "-o",
+                                   profile.path()});
+  ASSERT_EQ(generate->waitExit(deadlineIn(60s)), std::optional<int>(0));
+  auto demo = spawnSwitchyard({"demo", "--gpus", "A10,A10", "--strategies", "slo",
+                               "--slo-profiles", "A10:" + profile.path(), "--rate", "2",
+                               "--seconds", "2", "--warmup", "1", "--capacity-seconds", "1"});
+  EXPECT_EQ(demo->waitExit(deadlineIn(120s)), std::optional<int>(0));
+}
+
 }  // namespace
 }  // namespace switchyard::testing
