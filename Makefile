@@ -66,7 +66,7 @@ bench-slo: build
 bench-prefix: build
 	bash bench/e2e/prefix.sh
 
-# The fleet simulator's studies 1-3 at a reduced size (a few minutes): summaries, CSV, JSON and
+# The fleet simulator's studies 1-6 at a reduced size (a few minutes): summaries, CSV, JSON and
 # PNG in build/bench-sim/. BENCH_SIM_SCALE: see bench/sim/bench-sim.sh; docs/simulation.md.
 bench-sim: build
 	bash bench/sim/bench-sim.sh

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make bench-sim`: the fleet simulator's studies 1-5 (docs/simulation.md) at a reduced size, in
+# `make bench-sim`: the fleet simulator's studies 1-6 (docs/simulation.md) at a reduced size, in
 # a few minutes: every later routing change can be judged against them. For each study the
 # simulator writes its summary, CSV series, JSON and PNG plots under build/bench-sim/<study>/;
 # this script prints the figures each study is about.
@@ -29,6 +29,7 @@ run study2-stampede bench/sim/study2-stampede-1000.yaml
 run study3-hetero bench/sim/study3-hetero-1000.yaml --duration 120
 run study4-day bench/sim/study4-day.yaml
 run study5-deadline bench/sim/study5-deadline-1000.yaml
+run study6-scaledown bench/sim/study6-scaledown-1000.yaml
 
 python3 - "$out" <<'PY'
 import json, sys
@@ -86,6 +87,20 @@ for name, r in s5["strategies"].items():
     refused = " ".join(f"{c}={r['outcomes'][c]}" for c in codes if r["outcomes"][c])
     print(f"{name:<10} {100*r['goodput']:>7.1f}% {ms(r['e2e_p99_ms']):>10} "
           f"{r['wasted_slot_seconds']:>13.0f} {r['wasted_tokens']:>11}  {refused or '-'}")
+
+s6 = load("study6-scaledown")
+print(f"\nStudy 6, scale-down ({s6['replicas']} replicas, {s6['gateways']} gateways):")
+print(f"{'run':<18} {'victims':>7} {'in flight':>9} {'sessions':>8} {'cut':>6} {'re-routed':>9} "
+      f"{'drain p50/max s':>15} {'goodput':>8} {'E2E p99 ms':>10}")
+for name, r in s6["strategies"].items():
+    d = r.get("removed_replicas")
+    if not d:
+        continue
+    drain = ("-" if d["drain_s_p50"] is None
+             else f"{d['drain_s_p50']:.1f}/{d['drain_s_max']:.1f}")
+    print(f"{name:<18} {d['victims']:>7} {d['in_flight_at_decision']:>9} "
+          f"{d['session_requests']:>8} {d['cut_mid_stream']:>6} {d['cut_before_first_token']:>9} "
+          f"{drain:>15} {100*r['goodput']:>7.1f}% {ms(r['e2e_p99_ms']):>10}")
 PY
 echo
 echo "bench-sim: $(( $(date +%s) - started )) s; details in $out/"

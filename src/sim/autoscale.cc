@@ -3,8 +3,8 @@
 // load monitor counts them) closes into an interval, the optimizer plans for the window of
 // intervals (optimizer::planLoad), solves with the stabilizer's floors and hysteresis
 // (optimizer::decideInterval, as the optimize service does) on profiles of the engine model, and
-// its answer is applied: replicas added, or the newest removed, per GPU type. New replicas serve
-// at once (no start-up delay is simulated).
+// its answer is applied: replicas added, or removed as `scale_down:` says (scale_down.cc), per
+// GPU type. New replicas serve at once (no start-up delay is simulated).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -31,18 +31,6 @@ void Simulator::addReplicas(const std::string& gpu, int count) {
     queue_.push(now_ + startup, kReplicasReady);
   }
   for (SimGateway& g : gateways_) g.states.resize(replicas_.size());
-}
-
-void Simulator::removeReplicas(const std::string& gpu, int count) {
-  int left = count;
-  for (auto it = replicas_.rbegin(); it != replicas_.rend() && left > 0; ++it) {
-    if (it->removed || catalog_.findGpu(gpu_types_[it->gpu_type]) != catalog_.findGpu(gpu)) {
-      continue;
-    }
-    it->removed = true;
-    it->removed_at = now_;
-    --left;
-  }
 }
 
 int Simulator::activeReplicas(const std::string& gpu) const {

@@ -28,8 +28,10 @@ void Simulator::endWindow() {
   for (SimReplica& r : replicas_) {
     catchUp(r);
     const TimeNs start = std::max(begin, r.added_at);
-    // A removed replica stops counting (and costing) when it leaves the fleet.
-    const TimeNs stop = r.removed_at >= 0 ? std::min(end_, r.removed_at) : end_;
+    // A removed replica counts (and costs) until it leaves the fleet: until its last request
+    // ended when it drained, until it was stopped when killed.
+    const TimeNs stop =
+        r.removed_at >= 0 ? std::min(end_, r.drained_at >= 0 ? r.drained_at : end_) : end_;
     if (stop <= start) continue;
     for (GroupStats* group : {&groups_[r.gpu_type], &groups_.back()}) {
       group->replica_seconds += static_cast<double>(stop - start) / kNsPerSec;
@@ -204,6 +206,7 @@ RunResult Simulator::collect() {
   out.simulated = now_;
   out.events = events_;
   out.window = end_ - scenario_.warmup;
+  for (const SimReplica& r : replicas_) out.removed.undrained += r.removed && r.drained_at < 0;
   // What gateway 0 learned about each GPU type, at the end.
   std::vector<double> learned(groups_.size(), 0);
   std::vector<int> learned_n(groups_.size(), 0);

@@ -217,6 +217,16 @@ std::string formatSummary(const RunSet& set) {
           "", a.count, a.at_s, 100 * a.fairShare(), 100 * a.share_2s, 100 * a.share_5s,
           100 * a.share_10s, a.peak_inflight_5s, a.established_median_5s);
     }
+    if (run.removed.victims > 0) {
+      const RemovedReplicas& r = run.removed;
+      out += fmt::format(
+          "  {:<26} {} replicas removed: {} requests in flight on them when chosen, {} session "
+          "requests in the window; killed: {} cut mid-stream, {} before the first token; "
+          "drained: {} in p50/max {}/{} s, {} still serving at the end\n",
+          "", r.victims, r.in_flight_at_decision, r.session_requests, r.cut_mid_stream,
+          r.cut_before_first_token, r.drain_s.count(), num(r.drain_s.percentile(50), 1),
+          num(r.drain_s.percentile(100), 1), r.undrained);
+    }
   }
   return out;
 }
@@ -314,6 +324,16 @@ std::string formatSummaryJson(const RunSet& set) {
           "\"established_median_inflight_5s\": {}}},\n",
           num(a.at_s, 1), a.count, num(a.fairShare(), 4), num(a.share_2s, 4), num(a.share_5s, 4),
           num(a.share_10s, 4), num(a.peak_inflight_5s, 0), num(a.established_median_5s, 1));
+    }
+    if (run.removed.victims > 0) {
+      const RemovedReplicas& r = run.removed;
+      out += fmt::format(
+          "      \"removed_replicas\": {{\"victims\": {}, \"in_flight_at_decision\": {}, "
+          "\"session_requests\": {}, \"cut_mid_stream\": {}, \"cut_before_first_token\": {}, "
+          "\"drained\": {}, \"drain_s_p50\": {}, \"drain_s_max\": {}, \"undrained\": {}}},\n",
+          r.victims, r.in_flight_at_decision, r.session_requests, r.cut_mid_stream,
+          r.cut_before_first_token, r.drain_s.count(), num(r.drain_s.percentile(50), 2),
+          num(r.drain_s.percentile(100), 2), r.undrained);
     }
     out += "      \"share_by_gpu\": {";
     for (size_t k = 0; k + 1 < run.groups.size(); ++k) {

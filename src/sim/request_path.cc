@@ -288,6 +288,9 @@ void Simulator::route(uint32_t slot) {
                   g.retry_budget->canSpend(now_);
     q.replica = replica;
     counters.requests_total.fetch_add(1, std::memory_order_relaxed);
+    if (decision.affinity) {  // a pinned session's request: scale-down prefers other victims
+      counters.affinity_requests_total.fetch_add(1, std::memory_order_relaxed);
+    }
     noteRouted(replicas_[replica]);
     q.sent = now_;
     q.first_token = -1;
@@ -379,7 +382,7 @@ void Simulator::catchUp(SimReplica& r) {
 void Simulator::onEngineFinished(uint32_t slot, TimeNs at) {
   SimRequest& q = requests_[slot];
   q.at_engine = false;
-  --replicas_[q.replica].inflight;
+  leftEngine(replicas_[q.replica], at);
   if (scenario_.gateways.network_latency > 0) {
     queue_.push(at + scenario_.gateways.network_latency, kGatewayComplete, 0, engineId(slot));
   } else {
@@ -465,7 +468,7 @@ void Simulator::cancelAtEngine(uint32_t slot) {
   SimReplica& r = replicas_[q.replica];
   catchUp(r);
   r.model->cancel(engineId(slot), now_);
-  --r.inflight;
+  leftEngine(r, now_);
   q.at_engine = false;
   scheduleReplica(r);
 }

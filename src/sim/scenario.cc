@@ -311,6 +311,30 @@ FleetGroup parseGroup(const YAML::Node& node, const std::string& where,
   return g;
 }
 
+void parseScaleDown(const YAML::Node& node, const std::string& where, ScaleDownSpec& out) {
+  auto choice = [](const YAML::Node& v, const std::string& full, const char* a, const char* b) {
+    const std::string text = scalar<std::string>(v, full);
+    if (text != a && text != b) {
+      throw ConfigError(fmt::format("{}: must be {} or {}", full, a, b), lineOf(v));
+    }
+    return text == a;
+  };
+  readFields(node, where,
+             {
+                 {"victims",
+                  [&](const auto& x, const auto& f) {
+                    out.victims = choice(x, f, "newest", "cheapest")
+                                      ? ScaleDownSpec::Victims::kNewest
+                                      : ScaleDownSpec::Victims::kCheapest;
+                  }},
+                 {"stop",
+                  [&](const auto& x, const auto& f) {
+                    out.stop = choice(x, f, "drain", "kill") ? ScaleDownSpec::Stop::kDrain
+                                                             : ScaleDownSpec::Stop::kKill;
+                  }},
+             });
+}
+
 void parseRouting(const YAML::Node& node, const std::string& where, GatewaySpec& g) {
   forEachKey(
       node, where, [&](const std::string& key, const YAML::Node& v, const std::string& full) {
@@ -365,6 +389,8 @@ void parseGateways(const YAML::Node& node, GatewaySpec& g) {
                  g.network_latency = milliseconds(v, full, 0, 60000);
                } else if (key == "session_affinity") {
                  g.session_affinity = scalar<bool>(v, full);
+               } else if (key == "scale_down") {
+                 parseScaleDown(v, full, g.scale_down);
                } else if (key == "routing") {
                  parseRouting(v, full, g);
                } else if (key == "limits") {
@@ -535,6 +561,8 @@ void parseStrategies(const YAML::Node& v, Scenario& s) {
                      parseRouting(x, full, run.gateways);
                    } else if (key == "admission") {
                      admission::parseAdmission(x, full, run.gateways.admission);
+                   } else if (key == "scale_down") {
+                     parseScaleDown(x, full, run.gateways.scale_down);
                    } else if (key == "autoscale") {
                      run.autoscale = scalar<bool>(x, full);
                      if (run.autoscale && !s.autoscale.given) {

@@ -103,6 +103,22 @@ struct FleetGroup {
   TimeNs startup = 0;
 };
 
+// How replicas leave the fleet (`remove_replicas` events and autoscaling), as the scale-down
+// controller and Kubernetes would do it (docs/kubernetes.md, "Traffic-aware scale-down"):
+// which replicas go, and whether they drain first.
+struct ScaleDownSpec {
+  // kNewest: Kubernetes' own pick without a deletion cost (the most recently added first);
+  // kCheapest: the scale-down controller's choice (fleet/discovery/kubernetes/victim_choice.h)
+  // from the deciding gateway's view: in-flight requests, session requests in the window, slow
+  // start.
+  enum class Victims : uint8_t { kNewest, kCheapest };
+  // kDrain: excluded from routing at once, removed when its last request ends (drain-wait in
+  // the preStop hook); kKill: stopped at once, cutting what it serves (no preStop hook).
+  enum class Stop : uint8_t { kDrain, kKill };
+  Victims victims = Victims::kNewest;
+  Stop stop = Stop::kDrain;
+};
+
 struct GatewaySpec {
   int count = 1;
   bool shared_state = false;  // Redis-style sync between the gateways (default: count > 1)
@@ -135,12 +151,13 @@ struct GatewaySpec {
   double retry_budget_ratio = 0.2;
   double retry_budget_min_per_second = 5;
   bool session_affinity = false;
+  ScaleDownSpec scale_down;
 };
 
 struct ScenarioEvent {
   enum class Kind : uint8_t {
     kAddReplicas,     // `count` new replicas of `gpu`
-    kRemoveReplicas,  // the newest `count` replicas of `gpu` leave (requests in flight finish)
+    kRemoveReplicas,  // `count` replicas of `gpu` leave, as the gateways' scale_down: says
     kFailReplica,     // replica `replica` stops answering: connections refused, requests cut
     kRecoverReplica,  // ... and comes back
     kSlowReplica,     // replica `replica`'s steps take `factor` times as long (1 restores it)

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "fleet/discovery/kubernetes/settings.h"
 #include "sim/simulator_impl.h"
 
 namespace switchyard::sim {
@@ -207,6 +208,11 @@ RunResult Simulator::run() {
   }
   pullArrival();  // bursts come through here too, with any arrival process
   startAutoscale();
+  // Session requests per replica, for the controller's choice and for what the victims held.
+  const bool removes = std::any_of(scenario_.events.begin(), scenario_.events.end(), [](auto& e) {
+    return e.kind == ScenarioEvent::Kind::kRemoveReplicas;
+  });
+  if (removes || autoscaling_) queue_.push(0, kScaleDownSample);
 
   const TimeNs stop = end_ + scenario_.drain;
   while (!queue_.empty()) {
@@ -322,6 +328,11 @@ void Simulator::dispatch(const Event& e) {
       break;
     case kReplicasReady:
       applyFleet(now_);
+      break;
+    case kScaleDownSample:
+      sampleSessionRequests();
+      // As often as the scale-down controller reviews the fleet.
+      queue_.push(now_ + fleet::kubernetes::ScaleDownSettings{}.interval, kScaleDownSample);
       break;
     case kAutoscale:
       onAutoscale();

@@ -64,6 +64,20 @@ struct AddedReplicas {
   double fairShare() const { return fleet ? static_cast<double>(count) / fleet : 0; }
 };
 
+// Replicas that left the fleet (`remove_replicas` events and autoscaling), as the gateways'
+// `scale_down:` chose and stopped them.
+struct RemovedReplicas {
+  int victims = 0;
+  int64_t in_flight_at_decision = 0;  // the victims' engine in-flight requests when chosen
+  // Requests that followed a session's pin to a victim in the scale-down window before it was
+  // chosen (the deciding gateway's count): sessions whose replica goes.
+  int64_t session_requests = 0;
+  int64_t cut_mid_stream = 0;          // stop: kill, the request's first token already out
+  int64_t cut_before_first_token = 0;  // stop: kill, re-routed when the retry budget allowed
+  Distribution drain_s;  // stop: drain, from the decision until the victim's last request ended
+  int undrained = 0;     // stop: drain, still serving when the run ended
+};
+
 // One interval of autoscaling (the scenario's `autoscale:`): the optimizer's answer put in force.
 struct AutoscaleStep {
   double at_s = 0;
@@ -110,6 +124,7 @@ struct RunResult {
   double wasted_slot_seconds = 0;
   int64_t wasted_tokens = 0;
   AddedReplicas added;
+  RemovedReplicas removed;
   // Capacity learning: seconds from the start until every GPU type's mean learned capacity
   // (gateway 0) stayed within 10 % of its value at the end of the arrivals; -1 if never.
   double capacity_convergence_s = -1;

@@ -58,6 +58,7 @@ enum EventKind : uint32_t {
   kQueueWake,        // a slot freed on gateway `target`: the head of its queue tries again
   kAutoscale,        // the optimizer's interval: solve on the observed load, apply the answer
   kReplicasReady,    // replicas that were starting join the fleet the gateways route to
+  kScaleDownSample,  // the scale-down controller's sample of session requests per replica
 };
 
 struct SimReplica {
@@ -75,6 +76,7 @@ struct SimReplica {
   TimeNs added_at = 0;
   TimeNs ready_at = 0;  // joins the gateways' fleet (added_at + its group's start-up)
   TimeNs removed_at = -1;
+  TimeNs drained_at = -1;  // a removed replica's last request ended
   std::string name;  // "A100-3:8000": the gateways' replica address
   engine::PerfConfig perf;
   int64_t tokens_offset = 0;     // tokens its engine produced before it last failed
@@ -215,8 +217,17 @@ class Simulator {
 
   // --- fleet changes and autoscaling (autoscale.cc)
   void addReplicas(const std::string& gpu, int count);
-  void removeReplicas(const std::string& gpu, int count);
   int activeReplicas(const std::string& gpu) const;
+  // --- scale-down (scale_down.cc): which replicas leave, and how they stop
+  void removeReplicas(const std::string& gpu, int count);
+  std::vector<uint32_t> chooseVictims(const std::string& gpu, int count) const;
+  const SimGateway* decidingGateway() const;
+  void sampleSessionRequests();
+  // An engine request of `r` ended (finished, cancelled): a draining replica may be empty now.
+  void leftEngine(SimReplica& r, TimeNs at) {
+    if (--r.inflight == 0 && r.removed) noteDrained(r, at);
+  }
+  void noteDrained(SimReplica& r, TimeNs at);
   void startAutoscale();
   void onAutoscale();
   void noteDemand(const SimRequest& q);
@@ -299,6 +310,9 @@ class Simulator {
   std::array<int64_t, 3> routed_added_{};
   std::array<int64_t, 3> routed_all_{};
   Distribution established_inflight_;
+  // Scale-down (runs that remove replicas): per replica, the deciding gateway's count of session
+  // requests at each sample over the window (as the controller's review keeps them).
+  std::vector<std::deque<std::pair<TimeNs, int64_t>>> session_samples_;
 };
 
 }  // namespace switchyard::sim
