@@ -2,7 +2,8 @@
 # Prefix-cache routing (`make bench-prefix`): eight emulated replicas of two GPU types with
 # prefix caching on, three workloads (multi-turn chats with a growing history, long shared
 # system prompts, RAG prompts repeating a few documents), strategies least-request,
-# load-balance, session affinity and prefix-cache. TTFT p50/p99, E2E p99, the engines' prefix-
+# load-balance, session affinity, prefix-cache (approximate) and prefix-cache-precise (from the
+# engines' KV events). TTFT p50/p99, E2E p99, the engines' prefix-
 # cache hit rate and max ÷ mean in-flight per workload and strategy, ratios against load-balance,
 # PASS/MISS against the chat goal. Table in build/bench-prefix/prefix.txt, CSV, and a PNG when
 # gnuplot is present. About 25 min with the defaults (4 workloads × 5 strategies × 40 s, plus
