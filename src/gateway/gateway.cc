@@ -21,6 +21,7 @@
 #include "gateway/fleet_plane.h"
 #include "gateway/fleet_view.h"
 #include "gateway/load_monitor.h"
+#include "gateway/optimizer_panel.h"
 #include "gateway/security_plane.h"
 #include "gateway/kv_events_plane.h"
 #include "gateway/shared_state_metrics.h"
@@ -136,6 +137,7 @@ class ControlPlane {
     load_monitor_ = std::make_unique<GatewayLoadMonitor>(io_, *observe_, registry_,
                                                          config_.load_monitor,
                                                          shared_backend_->gatewayId());
+    optimizer_panel_ = std::make_unique<OptimizerPanel>(io_, config_.load_monitor.optimizer_url);
     admin_ = std::make_unique<AdminServer>(io_, http::resolveListenAddress(config_.admin_listen));
     admin_->secure(&security_->adminTls(), std::make_shared<GatewayAdminAccess>(*security_));
     registerAdminEndpoints();
@@ -151,6 +153,7 @@ class ControlPlane {
     state_sync_->start();
     fleet_plane_->start();
     load_monitor_->start();
+    optimizer_panel_->start();
     telemetry_share_->start();
 
     std::printf("listening %s:%u %s:%u\n", listen.address().to_string().c_str(), listen.port(),
@@ -235,6 +238,10 @@ class ControlPlane {
     });
     admin_->handle("/dashboard", [](std::string_view) {
       return AdminResponse{200, "text/html; charset=utf-8", std::string(observe::dashboardHtml())};
+    });
+    // The optimizer's answer as last fetched (load_monitor.optimizer_url), for the dashboard.
+    admin_->handle("/debug/optimizer", [this](std::string_view) {
+      return AdminResponse{200, "application/json", optimizer_panel_->json()};
     });
   }
 
@@ -405,6 +412,7 @@ class ControlPlane {
     scraper_.stopAll();
     health_.stopAll();
     load_monitor_->stop();
+    if (optimizer_panel_) optimizer_panel_->stop();
     observe_->stopExporter();
     admin_->stop();
     signals_.cancel();
@@ -432,6 +440,7 @@ class ControlPlane {
   std::unique_ptr<KvEventsPlane> kv_events_;  // before workers_: they read its hub
   WorkerDirectory directory_;  // declared before workers_: outlives them
   std::unique_ptr<GatewayLoadMonitor> load_monitor_;
+  std::unique_ptr<OptimizerPanel> optimizer_panel_;
   std::unique_ptr<TelemetryShare> telemetry_share_;  // declared after scraper_: dies first
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<std::thread> threads_;

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "fleet/fleet_registry.h"
 #include "gateway/config_values.h"
 #include "observe/observer.h"
 #include "state/redis/blocking_redis.h"
@@ -155,6 +156,16 @@ void parseLoadMonitor(const YAML::Node& node, LoadMonitorConfig& config) {
           config.aibrix_layout = true;
         else
           throw ConfigError(full + ": '" + layout + "' is not a layout (switchyard, aibrix)");
+      }
+    } else if (key == "optimizer_url") {
+      config.optimizer_url = scalar<std::string>(v, full);
+      const std::string_view url = config.optimizer_url;
+      std::string host;
+      uint16_t port = 0;
+      if (!config.optimizer_url.empty() &&
+          (!url.starts_with("http://") ||
+           !fleet::splitHostPort(url.substr(7, url.find('/', 7) - 7), host, port))) {
+        throw ConfigError(full + ": must look like http://HOST:PORT");
       }
     } else if (key == "key_prefix") {
       config.key_prefix = scalar<std::string>(v, full);

@@ -20,10 +20,13 @@ struct LoadMonitorConfig {
   bool switchyard_layout = true;
   bool aibrix_layout = false;
   std::string key_prefix = "sy";
+  // The optimize service reading this load (http://HOST:PORT): its answer is shown on the
+  // dashboard (gateway/optimizer_panel.h). Empty: none.
+  std::string optimizer_url;
 };
 
 // `load_monitor:` — enabled, interval (s), retention (s), redis, layouts [switchyard, aibrix],
-// key_prefix. Throws ConfigError naming the key.
+// key_prefix, optimizer_url. Throws ConfigError naming the key.
 void parseLoadMonitor(const YAML::Node& node, LoadMonitorConfig& config);
 
 }  // namespace switchyard::gateway

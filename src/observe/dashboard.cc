@@ -27,6 +27,7 @@ section.model{background:var(--panel);border-radius:6px;padding:6px 12px 12px;ma
 <span><i class="sw" style="background:var(--kv)"></i>KV usage</span>
 <span><i class="sw" style="background:var(--share)"></i>traffic share</span></span></header>
 <main><div id="models"></div>
+<section id="optimizer-panel" class="model" hidden><h2>GPU-mix optimizer <span id="optimizer-source" class="dim"></span></h2><div id="optimizer"></div></section>
 <h2>Traffic share over the last minutes</h2><div id="history"></div>
 <h2>Recent decisions</h2><div id="decisions" class="mono"></div></main>
 <script>
@@ -138,12 +139,40 @@ function renderDecisions(d) {
     `<th>strategy</th><th>chosen</th><th class="num">routing</th><th>candidates (score, lower wins)</th></tr>${rows}</table>`;
   return d.decisions.length;
 }
+function renderOptimizer(p) {
+  // The optimizer's answer as the gateway last fetched it (load_monitor.optimizer_url).
+  const panel = document.getElementById("optimizer-panel");
+  panel.hidden = !p.optimizer_url;
+  if (!p.optimizer_url) return;
+  document.getElementById("optimizer-source").textContent = p.optimizer_url +
+    (p.fetched_unix_ms ? " · fetched " + new Date(p.fetched_unix_ms).toLocaleTimeString() : "");
+  let html = p.error ? `<div class="bad">${esc(p.error)}</div>` : "";
+  const o = p.optimizer;
+  if (o && o.config_error) html += `<div class="bad">config error: ${esc(o.config_error)}</div>`;
+  for (const m of (o && o.models) || []) {
+    html += `<h3 data-optimizer-model="${esc(m.model)}">${esc(m.model)}: ` +
+      (m.no_load ? "no load" : (m.feasible ? "feasible" : `<span class="bad">infeasible</span>`)) +
+      ` · $${fmt(m.cost, 2)}/h · solved in ${fmt(m.solve_ms, 1)} ms · ${fmt(m.load.current_rps, 2)} req/s now, ` +
+      `${fmt(m.load.window_rps, 2)} over ${fmt(m.load.window_seconds, 0)} s</h3>`;
+    if (m.note) html += `<div class="bad">${esc(m.note)}</div>`;
+    html += `<table><tr><th>deployment</th><th>GPU</th><th class="num">replicas</th><th class="num">$/h each</th><th>serves (prompt × output: req/s)</th></tr>`;
+    for (const d of m.deployments) {
+      const cells = d.cells.map(c => `${fmt(c.prompt_tokens, 0)}×${fmt(c.output_tokens, 0)}: ${fmt(c.rps, 2)}`).join(", ");
+      html += `<tr class="optimizer-deployment" data-deployment="${esc(d.name)}" data-replicas="${d.replicas}">` +
+        `<td>${esc(d.namespace + "/" + d.name)}</td><td>${esc(d.gpu)}</td><td class="num">${d.replicas}` +
+        `${d.override >= 0 ? " (override)" : ""}</td><td class="num">${fmt(d.cost, 3)}</td><td>${esc(cells)}</td></tr>`;
+    }
+    html += `</table>`;
+  }
+  document.getElementById("optimizer").innerHTML = html || `<span class="dim">no answer yet</span>`;
+}
 async function poll() {
   try {
     const [fleet, decisions] = await Promise.all([
       fetch("/debug/fleet", {cache: "no-store"}).then(r => r.json()),
       fetch("/debug/decisions", {cache: "no-store"}).then(r => r.json())]);
     const replicas = renderFleet(fleet), n = renderDecisions(decisions);
+    fetch("/debug/optimizer", {cache: "no-store"}).then(r => r.json()).then(renderOptimizer, () => {});
     ++polls;
     Object.assign(document.body.dataset, {ready: "1", polls: String(polls), replicas: String(replicas), decisions: String(n)});
     document.getElementById("status").textContent = `updated ${new Date().toLocaleTimeString()} · snapshot v${fleet.version} · ${polls} polls`;

@@ -222,6 +222,14 @@ std::string serviceConfig(const Profiles& profiles, const std::string& load_file
          l20_profile + ", max_replicas: 8}\n";
 }
 
+// The service's config and its load file: one chat-shaped cell at `rps`.
+void writeFileService(const Profiles& profiles, const std::string& load_path,
+                      const std::string& config_path, double rps) {
+  std::ofstream(load_path) << R"({"model":"llama2-7b","cells":[{"prompt_tokens":200,)"
+                           << R"("output_tokens":100,"rps":)" << rps << "}]}";
+  std::ofstream(config_path) << serviceConfig(profiles, load_path, profiles.l20());
+}
+
 int replicasIn(const std::string& metrics) {
   const std::string key = "vllm:deployment_replicas{model_name=\"llama2-7b\"} ";
   const size_t at = metrics.find(key);
@@ -233,9 +241,7 @@ TEST(OptimizerIntegrationTest, ServiceServesTheAutoscalerContractAndKeepsTheLast
   const std::string load_path = tempPath("load.json");
   const std::string config_path = tempPath("optimize.yaml");
   RemoveOnExit cleanup{{load_path, config_path}};
-  std::ofstream(load_path)
-      << R"({"model":"llama2-7b","cells":[{"prompt_tokens":200,"output_tokens":100,"rps":0}]})";
-  std::ofstream(config_path) << serviceConfig(profiles, load_path, profiles.l20());
+  writeFileService(profiles, load_path, config_path, 0);
   Process service({"optimize", "--config", config_path});
   const uint16_t port = service.port();
   ASSERT_NE(port, 0);
@@ -449,6 +455,96 @@ TEST(OptimizerIntegrationTest, ServiceTakesMinReplicasFromDiscoveryUnlessConfigu
   EXPECT_EQ(seen["llama2-7b-V100"],
             std::make_tuple(int64_t{0}, int64_t{0}, std::string("default")));
   EXPECT_EQ(httpRequest(service.port(), "GET", "/metrics/default/llama2-7b-L20").status, 200);
+}
+
+// The gateway's dashboard shows the optimizer's answer: with load_monitor.optimizer_url the
+// gateway serves the optimizer's /debug/optimizer at its own, and keeps the last answer (with
+// the error) when the optimizer stops answering.
+TEST(OptimizerIntegrationTest, TheGatewaysDashboardShowsTheOptimizersAnswer) {
+  Profiles profiles;
+  const std::string load_path = tempPath("panel-load.json");
+  const std::string config_path = tempPath("panel.yaml");
+  RemoveOnExit cleanup{{load_path, config_path}};
+  writeFileService(profiles, load_path, config_path, 6);
+  auto service = std::make_unique<Process>(std::vector<std::string>{"optimize", "--config",
+                                                                    config_path});
+  const uint16_t optimizer_port = service->port();
+  TempFile gw_file("listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nworkers: 1\n"
+                   "load_monitor: {optimizer_url: \"http://127.0.0.1:" +
+                       std::to_string(optimizer_port) +
+                       "\"}\nmodels:\n  - name: llama2-7b\n    replicas:\n" +
+                       replicaLine(deadPort(), "A10"),
+                   ".yaml");
+  Process gateway({"gateway", "--config", gw_file.path()});
+  const uint16_t admin = gateway.port(1);
+
+  // The replicas per deployment in a /debug/optimizer answer (the optimizer's own, or under
+  // "optimizer" in the gateway's).
+  auto replicas = [](simdjson::dom::element answer) {
+    std::map<std::string, int64_t> out;
+    simdjson::dom::array models;
+    if (answer["models"].get(models) != simdjson::SUCCESS) return out;
+    for (auto d : models.at(0)["deployments"].get_array()) {
+      out[std::string(d["name"].get_string().value())] = d["replicas"].get_int64().value();
+    }
+    return out;
+  };
+  simdjson::dom::parser parser;
+  std::map<std::string, int64_t> shown;
+  ASSERT_TRUE(waitUntil(
+      [&] {
+        simdjson::dom::element root;
+        const HttpResult r = httpRequest(admin, "GET", "/debug/optimizer");
+        if (r.status != 200 || parser.parse(r.body).get(root) != simdjson::SUCCESS) return false;
+        shown = replicas(root["optimizer"]);
+        return !shown.empty() && shown["llama2-7b-A10"] + shown["llama2-7b-L20"] > 0;
+      },
+      15s));
+  simdjson::dom::parser own_parser;
+  simdjson::dom::element own;
+  ASSERT_EQ(own_parser.parse(httpRequest(optimizer_port, "GET", "/debug/optimizer").body).get(own),
+            simdjson::SUCCESS);
+  EXPECT_EQ(shown, replicas(own));
+  const std::string page = httpRequest(admin, "GET", "/dashboard").body;
+  EXPECT_NE(page.find("optimizer-panel"), std::string::npos);
+  EXPECT_NE(page.find("/debug/optimizer"), std::string::npos);
+
+  // The optimizer goes away: the last answer stays, with the reason it is not fresh.
+  service.reset();
+  ASSERT_TRUE(waitUntil(
+      [&] {
+        simdjson::dom::element root;
+        const HttpResult r = httpRequest(admin, "GET", "/debug/optimizer");
+        std::string_view error;
+        return parser.parse(r.body).get(root) == simdjson::SUCCESS &&
+               root["error"].get(error) == simdjson::SUCCESS && !error.empty();
+      },
+      10s));
+  simdjson::dom::element root;
+  ASSERT_EQ(parser.parse(httpRequest(admin, "GET", "/debug/optimizer").body).get(root),
+            simdjson::SUCCESS);
+  EXPECT_EQ(replicas(root["optimizer"]), shown);
+}
+
+TEST(OptimizerIntegrationTest, WithoutAnOptimizerTheGatewaySaysSoAndABadUrlIsALoadError) {
+  TempFile gw_file("listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nworkers: 1\n"
+                   "models:\n  - name: llama2-7b\n    replicas:\n" +
+                       replicaLine(deadPort(), "A10"),
+                   ".yaml");
+  {
+    Process gateway({"gateway", "--config", gw_file.path()});
+    const HttpResult r = httpRequest(gateway.port(1), "GET", "/debug/optimizer");
+    EXPECT_EQ(r.status, 200);
+    EXPECT_NE(r.body.find("\"optimizer_url\":null"), std::string::npos) << r.body;
+    EXPECT_NE(r.body.find("\"optimizer\":null"), std::string::npos) << r.body;
+  }
+  for (const char* url : {"ftp://127.0.0.1:1", "http://nohostport", "127.0.0.1:8080"}) {
+    TempFile bad(std::string("listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nworkers: 1\n"
+                             "load_monitor: {optimizer_url: \"") +
+                     url + "\"}\nmodels: []\n",
+                 ".yaml");
+    EXPECT_EQ(runStatus({"gateway", "--config", bad.path()}, 30s), 2) << url;
+  }
 }
 
 // Gateways + emulated engines + the optimize service reading the gateways' request monitoring:

@@ -145,14 +145,16 @@ TEST(StabilizerTest, CooldownFloorsAndHysteresis) {
 TEST(LoadMonitorConfigTest, ParsesAndRejects) {
   auto config = gateway::parseConfig(
       "models: []\nload_monitor:\n  interval: 5\n  retention: 60\n  redis: redis://127.0.0.1:1\n"
-      "  layouts: [aibrix, switchyard]\n");
+      "  layouts: [aibrix, switchyard]\n  optimizer_url: http://127.0.0.1:8080\n");
   EXPECT_EQ(config.load_monitor.interval, 5 * kNsPerSec);
+  EXPECT_EQ(config.load_monitor.optimizer_url, "http://127.0.0.1:8080");
   EXPECT_TRUE(config.load_monitor.aibrix_layout);
   EXPECT_TRUE(config.load_monitor.switchyard_layout);
   for (const char* bad :
        {"load_monitor: 3\n", "load_monitor: {interval: 0}\n", "load_monitor: {layouts: [nope]}\n",
         "load_monitor: {redis: http://x}\n", "load_monitor: {interval: 100, retention: 10}\n",
-        "load_monitor: {bogus: 1}\n"}) {
+        "load_monitor: {bogus: 1}\n", "load_monitor: {optimizer_url: 'ftp://h:1'}\n",
+        "load_monitor: {optimizer_url: 'http://nohostport'}\n"}) {
     EXPECT_THROW(gateway::parseConfig(std::string("models: []\n") + bad), gateway::ConfigError)
         << bad;
   }
