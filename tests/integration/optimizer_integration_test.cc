@@ -2,8 +2,8 @@
 // `gen-profile --emulated`, `optimize --once`, the optimize service's endpoints and reloads, and
 // gateways + emulated engines + `optimize` following a load that shifts from chat to long
 // prompts.
-#include <gtest/gtest.h>
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <simdjson.h>
 
 #include <atomic>
@@ -392,6 +392,52 @@ TEST(OptimizerIntegrationTest, ServiceReadsTheLoadFromRedisInBothLayouts) {
     // Switchyard's layout: both gateways' 100 requests over 10 s; AIBrix's: the one trace.
     EXPECT_NEAR(rps, std::string_view(layout) == "switchyard" ? 20.0 : 10.0, 1e-9);
   }
+}
+
+// `gen-profile -o redis://…` stores the profile under AIBrix's key, the same profile it writes
+// to a file, and the optimize service reads it from there.
+TEST(OptimizerIntegrationTest, GenProfileStoresInRedisWhereTheServiceReadsIt) {
+  RedisServer redis_server;
+  state::redis::BlockingRedis redis;
+  ASSERT_TRUE(connectTo(redis_server, redis));
+  const std::string url = "redis://" + redis_server.address() + "/?model=llama2-7b";
+  TempFile file("", ".json");
+  for (const std::string& out : {url, file.path()}) {
+    ASSERT_TRUE(runCommand({"gen-profile", "--emulated", "A10", "--model", "llama2-7b",
+                            "--deployment", "llama2-7b-A10", "--gpu", "A10", "--cost", "1.006",
+                            "--prompts", "64,256", "--outputs", "16,64", "--slo", "tpot=100ms",
+                            "-o", out}))
+        << out;
+  }
+  const auto stored = redis.command({"GET", "aibrix:profile_llama2-7b_llama2-7b-A10"});
+  ASSERT_TRUE(stored && !stored->text.empty());
+  const profile::GpuProfile from_redis = [&] {
+    const auto parsed = profile::parseProfileJson(stored->text);
+    EXPECT_TRUE(parsed.profile) << parsed.error;
+    return parsed.profile.value_or(profile::GpuProfile{});
+  }();
+  const profile::GpuProfile from_file = readProfile(file.path());
+  EXPECT_EQ(from_redis.tputs, from_file.tputs);
+  EXPECT_EQ(from_redis.deployment, "llama2-7b-A10");
+  EXPECT_DOUBLE_EQ(from_redis.cost, 1.006);
+
+  TempFile load(
+      R"({"model":"llama2-7b","cells":[{"prompt_tokens":64,"output_tokens":16,"rps":3}]})",
+      ".json");
+  TempFile config("listen: 127.0.0.1:0\ninterval: 0.2\nload: {source: file, file: " +
+                      load.path() + "}\ndeployments:\n  - {name: llama2-7b-A10, model: llama2-7b, "
+                      "profile: '" + url + "'}\n",
+                  ".yaml");
+  Process service({"optimize", "--config", config.path()});
+  std::string body;
+  EXPECT_TRUE(waitUntil(
+      [&] {
+        body = httpRequest(service.port(), "GET", "/debug/optimizer").body;
+        return body.find("\"feasible\":true") != std::string::npos &&
+               body.find("\"replicas\":1") != std::string::npos;
+      },
+      10s))
+      << body;
 }
 
 // The gateways' discovery publishes each Deployment's model.aibrix.ai/min_replicas label in
