@@ -18,6 +18,7 @@
 #include "observe/load_interval.h"
 #include "observe/load_shape.h"
 #include "profile/profile_json.h"
+#include "profile/raw_profile.h"
 #include "state/redis/blocking_redis.h"
 #include "support/redis_server.h"
 
@@ -392,6 +393,46 @@ TEST(OptimizerIntegrationTest, ServiceReadsTheLoadFromRedisInBothLayouts) {
     // Switchyard's layout: both gateways' 100 requests over 10 s; AIBrix's: the one trace.
     EXPECT_NEAR(rps, std::string_view(layout) == "switchyard" ? 20.0 : 10.0, 1e-9);
   }
+}
+
+// `profile --max-minutes` stops with what it measured, the same command resumes, and a cell
+// already measured is not measured again.
+TEST(OptimizerIntegrationTest, ProfileStopsAtItsTimeBudgetAndResumes) {
+  auto engine = startEngine("A10");
+  RemoveOnExit files{{tempPath("resume-raw.json")}};
+  const std::string& raw_path = files.paths[0];
+  std::vector<std::string> command = {
+      "profile", "--endpoint", "http://127.0.0.1:" + std::to_string(engine->port()),
+      "--model", "llama2-7b", "-o", raw_path, "--cells", "128x16,256x16", "--rates", "4",
+      "--step-seconds", "2", "--min-requests", "5", "--max-requests", "8", "--no-progress"};
+  auto raw = [&] {
+    std::string error;
+    const auto text = profile::readTextFile(raw_path, &error);
+    auto parsed = text ? profile::parseRawJson(*text, &error) : std::nullopt;
+    EXPECT_TRUE(parsed) << error;
+    return parsed.value_or(profile::RawMeasurements{});
+  };
+  std::vector<std::string> budgeted = command;
+  budgeted.insert(budgeted.end(), {"--max-minutes", "0.0001"});  // 6 ms: over before any step
+  ASSERT_TRUE(runCommand(budgeted, 120s));
+  const profile::RawMeasurements stopped = raw();
+  ASSERT_EQ(stopped.cells.size(), 2u);
+  for (const auto& cell : stopped.cells) EXPECT_FALSE(cell.done);
+
+  ASSERT_TRUE(runCommand(command, 240s));
+  const profile::RawMeasurements measured = raw();
+  ASSERT_EQ(measured.cells.size(), 2u);
+  for (const auto& cell : measured.cells) {
+    EXPECT_TRUE(cell.done);
+    EXPECT_FALSE(cell.steps.empty()) << cell.prompt_tokens;
+  }
+  EXPECT_EQ(measured.created, stopped.created) << "resumed, not started anew";
+
+  // Everything measured: the same command changes nothing.
+  std::string error;
+  const auto before = profile::readTextFile(raw_path, &error);
+  ASSERT_TRUE(runCommand(command, 120s));
+  EXPECT_EQ(profile::readTextFile(raw_path, &error), before);
 }
 
 // `gen-profile -o redis://…` stores the profile under AIBrix's key, the same profile it writes
