@@ -2,8 +2,9 @@
 """Prefix-cache routing against load-only strategies (make bench-prefix).
 
 Eight emulated replicas of llama2-7b (PREFIX_GPUS, two GPU types) with prefix caching on, in one
-engine process, behind one gateway (PREFIX_WORKERS workers, default 1). Three workloads, each run
-once per strategy on a fresh engine and gateway with the same seeded users:
+engine process, behind one gateway (PREFIX_WORKERS workers, default 1; PREFIX_GATEWAYS gateways,
+default 1). Three workloads, each run once per strategy on a fresh engine and gateway with the
+same seeded users:
 
   chat    multi-turn chats with a growing history: PREFIX_CHAT_USERS users, each in a
           conversation of 4-10 turns (a short system prompt, then every turn sends the whole
@@ -67,6 +68,10 @@ LLMD_USERS = int(os.environ.get("PREFIX_LLMD_USERS", "2"))
 LLMD_RATE = float(os.environ.get("PREFIX_LLMD_RATE", "0"))
 # Gateway workers: each learns its own index (docs/routing.md), so more workers see less.
 WORKERS = int(os.environ.get("PREFIX_WORKERS", "1"))
+# Gateways (separate processes, no shared state): each request goes to one of them at random, as
+# behind a front load balancer. Each learns its own approximate index and its own session pins;
+# what the engines publish (metrics, KV events) every gateway reads.
+GATEWAYS = int(os.environ.get("PREFIX_GATEWAYS", "1"))
 # Extra keys for routing.prefix_cache, e.g. "hot_spot_factor: 3" (docs/routing.md).
 CACHE_KEYS = os.environ.get("PREFIX_CACHE_KEYS", "")
 MODEL = "llama2-7b"
@@ -260,9 +265,9 @@ def start_fleet(strategy):
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
         f.write(config)
         config_file = f.name
-    gateway, gports = start(["gateway", "--config", config_file])
+    gateways = [start(["gateway", "--config", config_file]) for _ in range(GATEWAYS)]
     os.unlink(config_file)
-    return engine, ports, gateway, gports
+    return engine, ports, gateways
 
 
 def fleet_kv_tokens():
@@ -284,7 +289,8 @@ def pct(values, p):
 
 
 async def run(workload, strategy):
-    engine, ports, gateway, gports = start_fleet(strategy)
+    engine, ports, gateways = start_fleet(strategy)
+    front = random.Random(SEED + 77)  # which gateway each request goes to
     cls, count = USERS[workload]
     if workload == "llmd":
         if LLMD_GROUPS > 0:
@@ -307,6 +313,7 @@ async def run(workload, strategy):
             headers = {"x-session-id": session} if strategy == "session" else {}
             sent = time.time()
             try:
+                gports = gateways[front.randrange(len(gateways))][1]
                 status, ttft, e2e = await stream(gports[0], json.dumps(payload), headers)
             except (asyncio.TimeoutError, OSError):
                 status, ttft, e2e = 0, None, time.time() - sent
@@ -353,7 +360,8 @@ async def run(workload, strategy):
             await asyncio.gather(sampler(), *(user(u, i) for i, u in enumerate(users)))
         after = [await get_metrics(p) for p in ports]
     finally:
-        stop(gateway)
+        for gateway, _ in gateways:
+            stop(gateway)
         stop(engine)
     hits = sum(metric(a, "vllm:prefix_cache_hits_total") - metric(b, "vllm:prefix_cache_hits_total")
                for a, b in zip(after, before))
@@ -385,8 +393,9 @@ def main():
         log.flush()
 
     say("command: make bench-prefix (PREFIX_GPUS=%s PREFIX_SECONDS=%g PREFIX_SEED=%d users "
-        "chat/system/rag=%d/%d/%d, PREFIX_WORKERS=%d)" % (
-            ",".join(GPUS), SECONDS, SEED, CHAT_USERS, SYSTEM_USERS, RAG_USERS, WORKERS))
+        "chat/system/rag=%d/%d/%d, PREFIX_WORKERS=%d, PREFIX_GATEWAYS=%d)" % (
+            ",".join(GPUS), SECONDS, SEED, CHAT_USERS, SYSTEM_USERS, RAG_USERS, WORKERS,
+            GATEWAYS))
     say("machine: nproc=%d, load average %s at start, %s" % (
         os.cpu_count(), " ".join(open("/proc/loadavg").read().split()[:3]),
         time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime())))

@@ -18,6 +18,7 @@
 #   PREFIX_STRATEGIES=least-request,load-balance,session,prefix-cache,prefix-cache-precise
 #   (prefix-cache-precise: the engines publish KV events and the gateway routes on them)
 #   PREFIX_WORKERS=1 (gateway workers: each learns its own index)
+#   PREFIX_GATEWAYS=1 (gateway processes without shared state, each request to one at random)
 #   PREFIX_OUT=build/bench-prefix SWITCHYARD=build/release/switchyard
 set -euo pipefail
 
