@@ -8,6 +8,16 @@
 
 namespace switchyard::fleet {
 
+bool splitHttpUrl(std::string_view url, std::string& host, uint16_t& port, std::string* address) {
+  constexpr std::string_view kScheme = "http://";
+  if (!url.starts_with(kScheme)) return false;
+  url.remove_prefix(kScheme.size());
+  const std::string_view authority = url.substr(0, url.find('/'));
+  if (!splitHostPort(authority, host, port)) return false;
+  if (address != nullptr) address->assign(authority);
+  return true;
+}
+
 bool splitHostPort(std::string_view address, std::string& host, uint16_t& port) {
   const size_t colon = address.rfind(':');
   if (colon == std::string_view::npos || colon == 0 || colon + 1 == address.size()) return false;

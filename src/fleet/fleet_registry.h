@@ -116,5 +116,9 @@ void refreshCompletionRate(const ModelEntry& model, TimeNs now);
 
 // Splits "host:port"; false when malformed or the port is out of range.
 bool splitHostPort(std::string_view address, std::string& host, uint16_t& port);
+// Splits "http://host:port[/path]" into host and port (and the "host:port" it named, when
+// `address` is given); false when it is not that.
+bool splitHttpUrl(std::string_view url, std::string& host, uint16_t& port,
+                  std::string* address = nullptr);
 
 }  // namespace switchyard::fleet

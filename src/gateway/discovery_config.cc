@@ -56,11 +56,9 @@ void parseScaleDown(const YAML::Node& node, const std::string& where,
       s.window = millis(v, full);
     } else if (key == "optimizer_url") {
       s.optimizer_url = scalar<std::string>(v, full);
-      std::string_view rest = s.optimizer_url;
       std::string host;
       uint16_t port = 0;
-      if (!rest.starts_with("http://") ||
-          !fleet::splitHostPort(rest.substr(7, rest.find('/', 7) - 7), host, port)) {
+      if (!fleet::splitHttpUrl(s.optimizer_url, host, port)) {
         throw ConfigError(full + ": must look like http://HOST:PORT");
       }
     } else if (key == "optimizer_replicas_unit") {

@@ -159,12 +159,9 @@ void parseLoadMonitor(const YAML::Node& node, LoadMonitorConfig& config) {
       }
     } else if (key == "optimizer_url") {
       config.optimizer_url = scalar<std::string>(v, full);
-      const std::string_view url = config.optimizer_url;
       std::string host;
       uint16_t port = 0;
-      if (!config.optimizer_url.empty() &&
-          (!url.starts_with("http://") ||
-           !fleet::splitHostPort(url.substr(7, url.find('/', 7) - 7), host, port))) {
+      if (!config.optimizer_url.empty() && !fleet::splitHttpUrl(config.optimizer_url, host, port)) {
         throw ConfigError(full + ": must look like http://HOST:PORT");
       }
     } else if (key == "key_prefix") {

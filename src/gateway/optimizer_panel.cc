@@ -26,10 +26,9 @@ OptimizerPanel::OptimizerPanel(boost::asio::io_context& io, std::string url)
       alive_(std::make_shared<bool>(true)),
       cycle_(io, "optimizer panel", kInterval, [this] { return fetch(); }) {
   if (url_.empty()) return;
-  const std::string address = url_.substr(7, url_.find('/', 7) - 7);  // after "http://"
-  std::string host;
+  std::string host, address;
   uint16_t port = 0;
-  fleet::splitHostPort(address, host, port);
+  fleet::splitHttpUrl(url_, host, port, &address);  // checked at config load
   client_ = std::make_unique<http::ControlHttpClient>(io, host, port, address);
 }
 

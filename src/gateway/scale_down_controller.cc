@@ -70,10 +70,9 @@ ScaleDownController::ScaleDownController(asio::io_context& io,
   tokens_ = std::max(2.0, settings_.max_patches_per_minute / 6);
   tokens_at_ = now();
   if (!settings_.optimizer_url.empty()) {
-    std::string_view rest = settings_.optimizer_url;
-    rest.remove_prefix(7);  // "http://", checked at config load
-    const std::string address(rest.substr(0, rest.find('/')));
-    fleet::splitHostPort(address, optimizer_host_, optimizer_port_);
+    std::string address;
+    fleet::splitHttpUrl(settings_.optimizer_url, optimizer_host_, optimizer_port_,
+                        &address);  // checked at config load
     optimizer_ = std::make_unique<http::ControlHttpClient>(io_, optimizer_host_, optimizer_port_,
                                                            address);
   }
