@@ -68,6 +68,21 @@ TEST(SplitHostPortTest, AcceptsAndRejects) {
   EXPECT_FALSE(splitHostPort("h:8x", host, port));
 }
 
+TEST(SplitHttpUrlTest, TakesHostAndPortOfAnHttpUrl) {
+  std::string host, address;
+  uint16_t port = 0;
+  EXPECT_TRUE(splitHttpUrl("http://opt.example:8080/debug", host, port, &address));
+  EXPECT_EQ(host, "opt.example");
+  EXPECT_EQ(port, 8080);
+  EXPECT_EQ(address, "opt.example:8080");
+  EXPECT_TRUE(splitHttpUrl("http://127.0.0.1:9", host, port));
+  EXPECT_EQ(port, 9);
+  EXPECT_FALSE(splitHttpUrl("https://h:1", host, port));
+  EXPECT_FALSE(splitHttpUrl("h:1", host, port));
+  EXPECT_FALSE(splitHttpUrl("http://nohostport", host, port));
+  EXPECT_FALSE(splitHttpUrl("http://:80/", host, port));
+}
+
 TEST(ReplicaStateTest, SignalsGoUnknownWhenStaleOrFailed) {
   ReplicaState replica("h:1", "h", 1);
   TimeNs age = 0;
