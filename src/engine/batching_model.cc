@@ -589,6 +589,7 @@ void BatchingModel::emit(Seq& seq, bool finished, TimeNs previous_token,
   event.previous_token = first ? -1 : previous_token;
   events.push_back(event);
   seq.reported = seq.produced;
+  if (event_hint_ != nullptr) event_hint_(event_hint_context_, seq.id);
 }
 
 void BatchingModel::finishStep(std::vector<TokenEvent>& events) {

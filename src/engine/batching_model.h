@@ -99,6 +99,16 @@ class alignas(64) BatchingModel final : public EngineModel {
   enum class Detail : uint8_t { kEveryToken, kMilestones };
   void setDetail(Detail detail, bool lazy = true);
 
+  // Called by advance() as it produces each event, before the rest of the step is priced. A
+  // driver that reads its own record of the request when it handles the event can prefetch
+  // that record here, so the read overlaps the step's remaining work: in a fleet simulation
+  // the records are long out of cache by then. Off (nullptr) by default.
+  using EventHint = void (*)(void* context, RequestId id);
+  void setEventHint(EventHint hint, void* context) {
+    event_hint_ = hint;
+    event_hint_context_ = context;
+  }
+
   const PerfConfig& config() const { return config_; }
   // exportedGauges(load()), reading only what those gauges need: a scrape of a cold model
   // touches two cache lines (the fleet simulator scrapes every model of every gateway 10 times a
@@ -317,6 +327,8 @@ class alignas(64) BatchingModel final : public EngineModel {
   int64_t preemptions_ = 0;
   std::vector<Seq*> finishing_;  // scratch: members finishing this step
   std::vector<Seq*> done_ptrs_;  // scratch: requests finished this step
+  EventHint event_hint_ = nullptr;
+  void* event_hint_context_ = nullptr;
   int64_t prefix_queries_ = 0;
   int64_t prefix_hits_ = 0;
   std::array<int32_t, 32> due_inline_{};  // block_due_ for block sizes up to 32

@@ -98,6 +98,7 @@ void FleetRegistry::apply(const std::vector<ModelSpec>& models, TimeNs signal_ma
       replica.gpu = it == replica.labels.end() ? std::string_view("unknown") : it->second;
       if (model.slo) model.replica_profiles.push_back(model.slo->forGpu(replica.gpu));
     }
+    model.indexStates();
   }
   for (const ModelEntry& model : snapshot->models) {
     rescaleRateLimit(model, -1);

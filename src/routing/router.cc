@@ -157,7 +157,7 @@ class Filters {
 
   [[gnu::always_inline]] bool pass(uint32_t i, CandidateRow& row) {
     row = CandidateRow{i, Exclusion::kNone, 0};
-    const fleet::ReplicaState& replica = *model_.replicas[i].state;
+    const fleet::ReplicaState& replica = model_.stateAt(i);
     // The in-flight count is read only where a filter needs it: the scorers read it anyway.
     if (!request_.tried.empty() &&
         std::find(request_.tried.begin(), request_.tried.end(), static_cast<int>(i)) !=
@@ -244,12 +244,12 @@ uint32_t filterSample(const fleet::ModelEntry& model, const RouteRequest& reques
     filter(static_cast<uint32_t>(request.preferred));
   }
   // Draw the sample (the stamps mark what is drawn) a batch at a time, fetch every drawn
-  // replica's entry and state, then filter the batch: a sample's reads overlap instead of
+  // replica's state, then filter the batch: a sample's reads overlap instead of
   // missing the cache one after another. Rows keep the draw's order.
   uint32_t drawn[kPrefetchBatch];
   uint32_t m = 0;
   auto flush = [&] {
-    for (uint32_t d = 0; d < m; ++d) model.replicas[drawn[d]].state->prefetchForRouting();
+    for (uint32_t d = 0; d < m; ++d) model.stateAt(drawn[d]).prefetchForRouting();
     for (uint32_t d = 0; d < m; ++d) filter(drawn[d]);
     m = 0;
   };
@@ -258,7 +258,6 @@ uint32_t filterSample(const fleet::ModelEntry& model, const RouteRequest& reques
     const uint32_t i = scratch.stamp[t] == epoch ? j : t;
     if (scratch.stamp[i] == epoch) continue;  // the preferred replica, drawn again
     scratch.stamp[i] = epoch;
-    __builtin_prefetch(&model.replicas[i]);
     drawn[m++] = i;
     if (m == kPrefetchBatch) flush();
   }

@@ -111,6 +111,7 @@ std::unique_ptr<engine::BatchingModel> Simulator::newModel(const engine::PerfCon
   // The simulator needs each request's first and last token only: plain decode steps cost O(1).
   model->setDetail(engine::BatchingModel::Detail::kMilestones);
   model->shareSeqPool(seq_pool_);
+  model->setEventHint(&Simulator::prefetchRequest, this);
   return model;
 }
 

@@ -211,6 +211,13 @@ class Simulator {
   void cancelAtEngine(uint32_t slot);               // the client or its gateway went away
   // The slot of a request id (slot and generation) that is still live.
   std::optional<uint32_t> liveSlot(uint64_t id) const;
+  // The engine's event hint: the request's slot is read when its event is handled, and by then
+  // it is out of cache (a miss was ~80 % of onEngineStep).
+  static void prefetchRequest(void* self, uint64_t id) {
+    const auto& requests = static_cast<const Simulator*>(self)->requests_;
+    const auto slot = static_cast<uint32_t>(id);
+    if (slot < requests.size()) __builtin_prefetch(&requests[slot]);
+  }
   uint64_t engineId(uint32_t slot) const {
     return (static_cast<uint64_t>(requests_[slot].generation) << 32) | slot;
   }

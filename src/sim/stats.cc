@@ -63,6 +63,11 @@ void Distribution::add(double value) {
   sum_ += value;
   max_ = count_ == 1 ? value : std::max(max_, value);
   if (buckets_.empty()) {
+    // A distribution past 64 Ki values will likely reach the limit: grow to it in one step
+    // instead of doubling, whose copies and freshly zeroed pages were ~4 % of a long run.
+    if (exact_.size() == exact_.capacity() && exact_.size() >= (size_t{1} << 16)) {
+      exact_.reserve(kExactLimit);
+    }
     exact_.push_back(value);
     sorted_ = false;
     selections_ = 0;

@@ -321,6 +321,27 @@ TEST(BatchingModelTest, ACancelledGroupMemberCountsTheTokensComputedForIt) {
   EXPECT_EQ(abortedTokens(true), eager);
 }
 
+// The event hint names each event's request as the event is produced, in both detail modes.
+TEST(BatchingModelTest, TheEventHintNamesEveryEventsRequestInOrder) {
+  for (const auto detail : {BatchingModel::Detail::kEveryToken,
+                            BatchingModel::Detail::kMilestones}) {
+    BatchingModel model(config("A100"));
+    model.setDetail(detail);
+    std::vector<RequestId> hinted;
+    model.setEventHint(
+        [](void* context, RequestId id) {
+          static_cast<std::vector<RequestId>*>(context)->push_back(id);
+        },
+        &hinted);
+    for (RequestId id = 1; id <= 3; ++id) model.submit(ModelRequest{id, 64, 8 * static_cast<int>(id), {}}, 0);
+    const std::vector<TokenEvent> events = runToIdle(model);
+    ASSERT_EQ(hinted.size(), events.size());
+    for (size_t i = 0; i < events.size(); ++i) EXPECT_EQ(hinted[i], events[i].id);
+    EXPECT_EQ(std::count_if(events.begin(), events.end(), [](auto& e) { return e.finished; }),
+              3);
+  }
+}
+
 // Random arrivals, cancels and a small KV cache (preemptions), with and without prefix caching:
 // the milestone path with lazy plain steps reports exactly what the step-by-step path does, and
 // every-token mode's first and last tokens are the milestones.

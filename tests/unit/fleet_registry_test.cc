@@ -42,6 +42,21 @@ TEST(FleetRegistryTest, ReplicaSharedByTwoModelsIsOneState) {
   EXPECT_EQ(snapshot->models[0].replicas[0].gpu, "L20");
 }
 
+TEST(FleetRegistryTest, EachModelIndexesItsReplicasStatesInFleetOrder) {
+  FleetRegistry registry;
+  registry.apply({model("a", {"h:1", "h:2", "h:3"}), model("b", {"h:3", "h:1"})}, kNsPerSec,
+                 "random");
+  auto snapshot = registry.latest();
+  for (const ModelEntry& m : snapshot->models) {
+    ASSERT_EQ(m.states.size(), m.replicas.size());
+    for (size_t i = 0; i < m.replicas.size(); ++i) {
+      EXPECT_EQ(m.states[i], m.replicas[i].state.get());
+      EXPECT_EQ(&m.stateAt(i), m.replicas[i].state.get());
+    }
+  }
+  EXPECT_EQ(snapshot->models[1].states[0], snapshot->models[0].states[2]);
+}
+
 TEST(FleetRegistryTest, SnapshotCacheFollowsVersions) {
   FleetRegistry registry;
   registry.apply({model("a", {"h:1"})}, kNsPerSec, "random");

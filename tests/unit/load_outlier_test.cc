@@ -66,6 +66,18 @@ TEST_F(LoadOutlierTest, RequestsPerCapacityScoreComparesLoadPerUnitOfCapacity) {
   EXPECT_TRUE(slowExcluded());
 }
 
+TEST_F(LoadOutlierTest, TheGateOpensJustAboveTheFactorTimesTheMedianAndNotBelow) {
+  // Requests per unit of capacity: 25 on a fast replica is 0.01, the median; the slow replica
+  // (capacity 1000) is an outlier above 3 x 0.01, i.e. above 30 in flight.
+  build(fleet::LoadBalanceScore::kRequestsPerCapacity);
+  load(29, 25);
+  EXPECT_FALSE(slowExcluded());
+  load(25, 25);  // 0.025 per unit of capacity: 2.5 x the median
+  EXPECT_FALSE(slowExcluded());
+  load(31, 25);
+  EXPECT_TRUE(slowExcluded());
+}
+
 TEST_F(LoadOutlierTest, AModelRoutedBySloPredictionIsLeftToItsPredictions) {
   // SLO routing loads a replica as far as its profile says the SLO holds (pack-load on purpose):
   // a replica far above the others is the plan there, not a hotspot.

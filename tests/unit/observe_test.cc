@@ -62,6 +62,7 @@ fleet::FleetSnapshot makeSnapshot(size_t replicas, uint64_t version = 1) {
     entry.gpu = "A100";
     model.replicas.push_back(entry);
   }
+  model.indexStates();
   snapshot.models.push_back(std::move(model));
   snapshot.model_index["m"] = 0;
   return snapshot;
@@ -141,6 +142,7 @@ TEST(Metrics, SlotsSurviveASnapshotChange) {
   shard.replica(0, 1).selections.add();
   fleet::FleetSnapshot b = makeSnapshot(2, 2);
   std::swap(b.models[0].replicas[0], b.models[0].replicas[1]);  // same names, other order
+  b.models[0].indexStates();
   shard.bind(b);
   EXPECT_EQ(shard.replica(0, 0).selections.get(), 1u);
 }

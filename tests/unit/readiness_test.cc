@@ -10,6 +10,7 @@ fleet::FleetSnapshot fleetOf(const std::vector<std::shared_ptr<fleet::ReplicaSta
   fleet::ModelEntry model;
   model.name = "m";
   for (const auto& r : replicas) model.replicas.push_back({r, {}, "unknown"});
+  model.indexStates();
   snapshot.models.push_back(std::move(model));
   return snapshot;
 }

@@ -76,7 +76,6 @@ template <class ScoreOne>
 ScoreNote scoreCandidates(const ScoringContext& context, std::span<const uint32_t> candidates,
                           std::span<double> scores, std::span<double> tiebreak,
                           const Terms& terms, ScoreOne one) {
-  const fleet::ReplicaEntry* replicas = context.model.replicas.data();
   const TimeNs now = context.now;
   const TimeNs max_age = context.snapshot.signal_max_age;
   // Whether any score is finite is asked after the loop: a flag updated inside it would chain
@@ -86,7 +85,7 @@ ScoreNote scoreCandidates(const ScoringContext& context, std::span<const uint32_
   };
   bool plain = true;
   for (size_t i = 0; i < candidates.size(); ++i) {
-    const fleet::ReplicaState& replica = *replicas[candidates[i]].state;
+    const fleet::ReplicaState& replica = context.model.stateAt(candidates[i]);
     CandidateInputs in;
     internal::readCandidate(replica, now, max_age, in);
     if (!in.fresh || (terms.lambda > 0 && in.waiting < 0) ||
@@ -101,7 +100,7 @@ ScoreNote scoreCandidates(const ScoringContext& context, std::span<const uint32_
   if (gathered) {
     internal::gatherInputs(context, candidates);
     for (size_t i = 0; i < candidates.size(); ++i) {
-      scores[i] = one(context.inputs[i], *replicas[candidates[i]].state, tiebreak[i]);
+      scores[i] = one(context.inputs[i], context.model.stateAt(candidates[i]), tiebreak[i]);
     }
   }
   if (gathered && !candidates.empty() && !any_finite()) return relaxToHeadroom(context, scores);

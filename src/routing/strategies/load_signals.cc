@@ -12,12 +12,11 @@ void gatherInputs(const ScoringContext& context, std::span<const uint32_t> candi
   bool warming = false;  // some candidate is in its slow-start ramp
   // The spans' pointers are hoisted so that the stores into `inputs` cannot make the compiler
   // reload them.
-  const fleet::ReplicaEntry* replicas = context.model.replicas.data();
   CandidateInputs* inputs = context.inputs.data();
   const TimeNs now = context.now;
   const TimeNs max_age = context.snapshot.signal_max_age;
   for (size_t i = 0; i < candidates.size(); ++i) {
-    const fleet::ReplicaState& replica = *replicas[candidates[i]].state;
+    const fleet::ReplicaState& replica = context.model.stateAt(candidates[i]);
     CandidateInputs& in = inputs[i];
     readCandidate(replica, now, max_age, in);
     warming |= replica.readySince() != fleet::ReplicaState::kEstablished;
