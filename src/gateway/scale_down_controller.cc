@@ -96,7 +96,8 @@ asio::awaitable<void> ScaleDownController::cycle() {
   if (!*alive) co_return;
   const bool leader = held.value_or(false);
   if (leader != leader_) {
-    spdlog::info("scale-down: this gateway {} the deciding one", leader ? "is now" : "is no longer");
+    spdlog::info("scale-down: this gateway {} the deciding one",
+                 leader ? "is now" : "is no longer");
     leader_ = leader;
   }
   if (!leader) {
@@ -233,9 +234,8 @@ void ScaleDownController::collect(const fleet::FleetSnapshot& snapshot, TimeNs a
       candidate.jobs = static_cast<double>(s->second.back().jobs - s->second.front().jobs);
     }
     const TimeNs since = state.readySince();
-    // Slow start's window is per model; a replica ready for less than the default ramp counts
-    // as warming here (the cost bonus is small and only breaks near-ties).
-    candidate.warming = since != fleet::ReplicaState::kEstablished && at - since < 30 * kNsPerSec;
+    candidate.warming =
+        since != fleet::ReplicaState::kEstablished && at - since < k8s::kWarmingWindow;
     r.candidates[dkey].push_back(std::move(candidate));
   }
 }

@@ -56,7 +56,7 @@ std::vector<uint32_t> Simulator::chooseVictims(const std::string& gpu, int count
         c.session_requests = static_cast<double>(samples.back().second - samples.front().second);
       }
       const TimeNs since = state.readySince();
-      c.warming = since != fleet::ReplicaState::kEstablished && now_ - since < 30 * kNsPerSec;
+      c.warming = since != fleet::ReplicaState::kEstablished && now_ - since < k8s::kWarmingWindow;
       candidates.push_back(std::move(c));
     }
     for (const std::string& pod : k8s::chooseVictims(candidates, {}, static_cast<size_t>(count),

@@ -15,16 +15,21 @@
 #include <string_view>
 #include <vector>
 
+#include "core/clock.h"
 #include "fleet/discovery/kubernetes/settings.h"
 
 namespace switchyard::fleet::kubernetes {
+
+// A replica ready for less than this counts as warming: slow start's default ramp (its window is
+// per model, but the bonus is small and only breaks near-ties).
+constexpr TimeNs kWarmingWindow = 30 * kNsPerSec;
 
 struct VictimCandidate {
   std::string pod;  // the Pod's name (unique within its Deployment)
   double in_flight = 0;
   double session_requests = 0;
   double jobs = 0;
-  bool warming = false;
+  bool warming = false;  // ready for less than kWarmingWindow
 };
 
 double victimCost(const VictimCandidate& candidate, const ScaleDownSettings& settings);
