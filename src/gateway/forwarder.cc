@@ -12,6 +12,7 @@
 #include <boost/asio/ssl/stream_base.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http.hpp>
+#include <charconv>
 #include <optional>
 
 #include "api/usage_scanner.h"
@@ -309,8 +310,11 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
     if (!head_sent) out[count++] = asio::buffer(head);
     if (got > 0) {
       if (chunk_to_client) {
-        const int len = std::snprintf(chunk_prefix, sizeof chunk_prefix, "%zx\r\n", got);
-        out[count++] = asio::buffer(chunk_prefix, static_cast<size_t>(len));
+        // The chunk's size line: to_chars, not snprintf (a format parse per relayed piece).
+        char* end = std::to_chars(chunk_prefix, chunk_prefix + 16, got, 16).ptr;
+        *end++ = '\r';
+        *end++ = '\n';
+        out[count++] = asio::buffer(chunk_prefix, static_cast<size_t>(end - chunk_prefix));
       }
       out[count++] = asio::buffer(conn.piece.get(), got);
       if (chunk_to_client) out[count++] = asio::buffer(kCrlf);
