@@ -19,6 +19,7 @@
 #include "fleet/completion_accounting.h"
 #include "gateway/worker_impl.h"
 #include "http/parse_buffered.h"
+#include "http/write_all.h"
 
 namespace switchyard::gateway {
 namespace {
@@ -175,7 +176,8 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
     upstream->expires_after(asDuration(model.timeouts.first_byte));
     const std::array<asio::const_buffer, 2> request_buffers = {asio::buffer(head),
                                                                asio::buffer(req.body())};
-    auto [wec, wn] = co_await asio::async_write(*upstream, request_buffers, kTuple);
+    auto [wec, wn] =
+        co_await switchyard::http::writeAll(*upstream, request_buffers, aloneOnWorker());
     boost::system::error_code ec = wec;
     conn.upstream_buffer.clear();
     if (!ec) {
@@ -321,8 +323,8 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
     }
     if (done && chunk_to_client) out[count++] = asio::buffer(kLastChunk);
     conn.stream.expires_after(asDuration(config.timeouts.client_write));
-    auto [wec, wn] = co_await asio::async_write(
-        conn.stream, std::span<const asio::const_buffer>(out.data(), count), kTuple);
+    auto [wec, wn] = co_await switchyard::http::writeAll(
+        conn.stream, std::span<const asio::const_buffer>(out.data(), count), aloneOnWorker());
     head_sent = true;
     if (wec) {
       // The client went away; dropping the upstream connection aborts the engine's work.

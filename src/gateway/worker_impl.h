@@ -216,6 +216,8 @@ struct Worker::Impl {
   switchyard::auth::TlsContextCache tls;  // the client listener's certificate (none: plain)
 
   TimeNs now() const { return SteadyClock::instance().now(); }
+  // Only one request in flight on this worker: its writes go at once (http/write_all.h).
+  bool aloneOnWorker() const { return inflight.load(std::memory_order_relaxed) == 1; }
 
   // worker.cc: connections.
   asio::awaitable<void> acceptLoop();

@@ -58,6 +58,12 @@ class ConnectionStream {
   void expires_never() { tcp().expires_never(); }
   void cancel() { tcp().cancel(); }
 
+  // Sends what the socket takes right now (TimedSocket::writeNow); over TLS nothing (0).
+  template <typename ConstBuffers>
+  std::size_t writeNow(const ConstBuffers& buffers) {
+    return plain_ ? plain_->writeNow(buffers) : 0;
+  }
+
   bool isTls() const { return tls_.has_value(); }
   TlsStream* tls() { return tls_ ? &*tls_ : nullptr; }
 

@@ -17,8 +17,13 @@
 // state outlives the socket, so a completion that runs after it is gone is harmless.
 #pragma once
 
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <array>
 #include <boost/asio/associator.hpp>
 #include <boost/asio/async_result.hpp>
+#include <boost/asio/buffer.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/error.hpp>
@@ -109,6 +114,29 @@ class TimedSocket {
   void cancel() {
     boost::system::error_code ignored;
     socket_.cancel(ignored);
+  }
+
+  // Sends what the socket takes right now, without waiting and without the event loop: the
+  // bytes sent (0 when it would block, on an error, or once the deadline lapsed: the awaited
+  // write of the rest meets the error and reports it). At most 8 buffers of the sequence.
+  template <typename ConstBuffers>
+  std::size_t writeNow(const ConstBuffers& buffers) {
+    if (deadline_->lapsed || deadline_->expired) return 0;
+    std::array<iovec, 8> iov;
+    std::size_t count = 0;
+    const auto end = boost::asio::buffer_sequence_end(buffers);
+    for (auto it = boost::asio::buffer_sequence_begin(buffers); it != end; ++it) {
+      if (count == iov.size()) break;
+      const boost::asio::const_buffer buffer(*it);
+      if (buffer.size() == 0) continue;
+      iov[count++] = {const_cast<void*>(buffer.data()), buffer.size()};
+    }
+    if (count == 0) return 0;
+    msghdr message{};
+    message.msg_iov = iov.data();
+    message.msg_iovlen = count;
+    const ssize_t sent = ::sendmsg(socket_.native_handle(), &message, MSG_DONTWAIT | MSG_NOSIGNAL);
+    return sent > 0 ? static_cast<std::size_t>(sent) : 0;
   }
 
   template <typename MutableBuffers, typename Token>

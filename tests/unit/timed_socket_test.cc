@@ -3,12 +3,17 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <chrono>
 #include <optional>
+#include <string>
+
+#include "loopback_pair.h"
 
 namespace switchyard::http {
 namespace {
@@ -21,11 +26,9 @@ using namespace std::chrono_literals;
 class TimedSocketTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
-    tcp::socket client(io);
-    client.connect(acceptor.local_endpoint());
-    peer.emplace(acceptor.accept());
-    timed.emplace(std::move(client));
+    auto [near, far] = switchyard::testing::connectLoopback(io);
+    peer.emplace(std::move(far));
+    timed.emplace(std::move(near));
   }
 
   // Starts a one-byte read on `timed`; its outcome lands in `read_ec` / `read_at`.
@@ -114,6 +117,32 @@ TEST_F(TimedSocketTest, CancelEndsAPendingReadAsAbortedNotTimedOut) {
   const boost::system::error_code ec = readOne();
   EXPECT_EQ(ec, asio::error::operation_aborted) << ec.message();
   EXPECT_TRUE(timed->socket().is_open());
+}
+
+TEST_F(TimedSocketTest, WriteNowSendsAGatherWriteWithoutTheLoop) {
+  const std::array<asio::const_buffer, 3> pieces = {asio::buffer("head|", 5),
+                                                    asio::const_buffer(),  // skipped
+                                                    asio::buffer("body", 4)};
+  EXPECT_EQ(timed->writeNow(pieces), 9u);  // io never ran
+  std::array<char, 9> got{};
+  asio::read(*peer, asio::buffer(got));
+  EXPECT_EQ(std::string(got.data(), got.size()), "head|body");
+}
+
+TEST_F(TimedSocketTest, WriteNowSendsNothingOnceTheDeadlineLapsed) {
+  timed->expires_after(20ms);
+  io.run_for(80ms);  // lapsed while idle: the next operation must fail as timed out
+  EXPECT_EQ(timed->writeNow(asio::buffer("x", 1)), 0u);
+  const boost::system::error_code ec = readOne();
+  EXPECT_EQ(ec, boost::beast::error::timeout) << ec.message();
+}
+
+TEST_F(TimedSocketTest, WriteNowStopsWhereTheSocketIsFullAndNeverBlocks) {
+  const std::string big(64 << 20, 'x');  // far beyond loopback's socket buffers
+  const size_t sent = timed->writeNow(asio::buffer(big));
+  EXPECT_GT(sent, 0u);
+  EXPECT_LT(sent, big.size());
+  EXPECT_EQ(timed->writeNow(asio::buffer(big)), 0u);  // full: would block, returns at once
 }
 
 TEST_F(TimedSocketTest, DestroyedWithItsTimerArmedIsHarmless) {
