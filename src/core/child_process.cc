@@ -129,6 +129,12 @@ std::vector<std::string> ChildProcess::stdoutLines() const {
   return lines_;
 }
 
+std::vector<std::string> ChildProcess::allStdoutLines(SteadyTime deadline) {
+  std::unique_lock lock(mutex_);
+  changed_.wait_until(lock, deadline, [this] { return stdout_closed_; });
+  return lines_;
+}
+
 void ChildProcess::sendSignal(int signal) {
   if (!exit_status_) kill(pid_, signal);
 }

@@ -39,6 +39,10 @@ class ChildProcess {
   std::vector<uint16_t> waitForListening(SteadyTime deadline);
   // Every complete stdout line so far.
   std::vector<std::string> stdoutLines() const;
+  // Every stdout line, once the child's stdout has closed (it exited, and so did whatever
+  // inherited the pipe) or the deadline passed: after waitExit() the reader thread may not have
+  // read the pipe's last bytes yet.
+  std::vector<std::string> allStdoutLines(SteadyTime deadline);
   void sendSignal(int signal);
   // The exit code, or 128 + the signal number if a signal ended it; nullopt at the deadline.
   std::optional<int> waitExit(SteadyTime deadline);

@@ -14,18 +14,16 @@
 namespace switchyard::testing {
 namespace {
 
-// Runs `switchyard ARGS…` to completion; its exit code and stdout lines (waiting, after the exit,
-// for the reader to collect `lines` of them: it drains the pipe on its own thread).
+// Runs `switchyard ARGS…` to completion; its exit code and every stdout line.
 struct CommandResult {
   std::optional<int> exit;
   std::vector<std::string> out;
 };
-CommandResult runCommand(std::vector<std::string> args, size_t lines = 0) {
+CommandResult runCommand(std::vector<std::string> args) {
   auto child = spawnSwitchyard(std::move(args));
   CommandResult r;
   r.exit = child->waitExit(deadlineIn(20s));
-  waitUntil([&] { return child->stdoutLines().size() >= lines; }, 5s);
-  r.out = child->stdoutLines();
+  r.out = child->allStdoutLines(deadlineIn(5s));
   return r;
 }
 
@@ -33,8 +31,7 @@ std::string addKey(const std::string& file, const std::string& name, const std::
                    int rpm = 0, int tpm = 0) {
   const CommandResult r =
       runCommand({"keys", "add", "--file", file, "--name", name, "--models", models, "--rpm",
-                  std::to_string(rpm), "--tpm", std::to_string(tpm)},
-                 1);
+                  std::to_string(rpm), "--tpm", std::to_string(tpm)});
   EXPECT_EQ(r.exit, std::optional<int>(0));
   EXPECT_EQ(r.out.size(), 1u);
   return r.out.empty() ? std::string() : r.out[0];
@@ -124,7 +121,7 @@ TEST_F(AuthTest, KeysCommandPrintsTheKeyOnceAndStoresOnlyItsDigest) {
   EXPECT_EQ(std::filesystem::status(keys_).permissions() & std::filesystem::perms::others_read,
             std::filesystem::perms::none);
 
-  const CommandResult list = runCommand({"keys", "list", "--file", keys_}, 2);
+  const CommandResult list = runCommand({"keys", "list", "--file", keys_});
   EXPECT_EQ(list.exit, std::optional<int>(0));
   std::string listed;
   for (const auto& line : list.out) listed += line + "\n";

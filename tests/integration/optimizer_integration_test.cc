@@ -54,7 +54,7 @@ std::optional<std::string> runCommand(std::vector<std::string> args,
   const auto code = child->waitExit(deadlineIn(timeout));
   if (code != std::optional<int>(0)) return std::nullopt;
   std::string out;
-  for (const std::string& line : child->stdoutLines()) out += line + "\n";
+  for (const std::string& line : child->allStdoutLines(deadlineIn(10s))) out += line + "\n";
   return out;
 }
 

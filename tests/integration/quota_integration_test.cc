@@ -36,9 +36,7 @@ class QuotaTest : public ::testing::Test {
     auto child = spawnSwitchyard({"keys", "add", "--file", keys_, "--name", name, "--models", "*",
                                   "--rpm", std::to_string(rpm), "--tpm", std::to_string(tpm)});
     EXPECT_EQ(child->waitExit(deadlineIn(20s)), std::optional<int>(0));
-    // The key line, once the reader (its own thread) has collected it.
-    waitUntil([&] { return !child->stdoutLines().empty(); }, 5s);
-    const auto lines = child->stdoutLines();
+    const auto lines = child->allStdoutLines(deadlineIn(5s));
     return lines.empty() ? std::string() : lines[0];
   }
   // `inflight_limit` > 0: the model's admission is shared, and the key's budgets ride along it.
