@@ -6,8 +6,10 @@ namespace switchyard {
 
 TimeNs millis(const YAML::Node& node, const std::string& key) {
   const double ms = scalar<double>(node, key);
-  if (!(ms > 0)) {
-    throw ConfigError(key + ": must be a positive number of milliseconds", lineOf(node));
+  // Above about 290 years the nanoseconds no longer fit a TimeNs.
+  if (!(ms > 0) || !(ms < 9e12)) {
+    throw ConfigError(key + ": must be a positive number of milliseconds (below 9e12)",
+                      lineOf(node));
   }
   return static_cast<TimeNs>(ms * kNsPerMs);
 }
