@@ -5,7 +5,8 @@
 # The targets answer the same OpenAI-shaped chat completion:
 #   backend        an nginx returning a fixed JSON body (the baseline: no proxy)
 #   nginx          nginx as a reverse proxy to the backend replicas (upstream keep-alive pool of
-#                  64; least_conn over several)
+#                  1024, as Switchyard's default per replica: neither reconnects at 256
+#                  connections; least_conn over several)
 #   switchyard     `switchyard gateway` with 1 worker, least-request, in front of the same replicas
 #   switchyard-lb  the same with load-balance (learned capacity and batching curves)
 #   switchyard-poll  least-request again, its worker busy-polling (`busy_poll_us`) before it
@@ -249,7 +250,7 @@ if [ "$REPLICAS" -gt 1 ]; then UPSTREAM_BALANCE="least_conn;"; fi
   upstream backend {
     $UPSTREAM_BALANCE
 $UPSTREAM_SERVERS
-    keepalive 64;
+    keepalive 1024;
     keepalive_requests 100000000;
   }
   server {

@@ -383,6 +383,12 @@ GatewayConfig parseNode(const YAML::Node& root) {
       if (bytes <= 0) throw ConfigError("limits.max_body_bytes: must be positive");
       config.max_body_bytes = static_cast<size_t>(bytes);
     }
+    if (limits["upstream_idle_per_replica"]) {
+      const std::string key = "limits.upstream_idle_per_replica";
+      const auto idle = scalar<int64_t>(limits["upstream_idle_per_replica"], key);
+      if (idle < 1 || idle > 1'000'000) throw ConfigError(key + ": must be 1..1000000");
+      config.upstream_idle_per_replica = static_cast<size_t>(idle);
+    }
   }
   if (const YAML::Node timeouts = root["timeouts"]) parseTimeouts(timeouts, config.timeouts);
   if (const YAML::Node health = root["health"]) {

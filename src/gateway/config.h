@@ -90,6 +90,11 @@ struct GatewayConfig {
   fleet::ScrapePolicy scrape_policy;  // `telemetry:` budget and adaptive periods
   TimeNs reload_poll_interval = 1 * kNsPerSec;
   size_t max_body_bytes = 8u << 20;
+  // Idle keep-alive connections a worker keeps to one replica (`limits.upstream_idle_per_replica`).
+  // Above it a returned connection is closed, and the next request that finds the pool empty
+  // connects again: at a few hundred requests in flight per replica a low cap closes and reopens
+  // connections all the time. The pool's idle timeout closes what a peak left behind.
+  size_t upstream_idle_per_replica = 1024;
   TimeoutsConfig timeouts;
   std::vector<fleet::ModelSpec> models;
   observe::ObserveConfig observe;  // `tracing:`, `logging:`, `decisions:` (docs/observability.md)

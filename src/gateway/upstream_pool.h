@@ -19,7 +19,7 @@ namespace switchyard::gateway {
 
 class UpstreamPool {
  public:
-  explicit UpstreamPool(TimeNs max_idle, size_t max_idle_per_replica = 64)
+  UpstreamPool(TimeNs max_idle, size_t max_idle_per_replica)
       : max_idle_(max_idle), max_per_replica_(max_idle_per_replica) {}
 
   // Streams (plain TCP, or TLS to an https:// replica) are heap-held because Beast's streams

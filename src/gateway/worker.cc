@@ -48,7 +48,7 @@ Worker::Impl::Impl(int index_in, const GatewayConfig& config_in,
       io(1),
       acceptor(switchyard::http::openAcceptor(io, listen, /*reuse_port=*/true)),
       snapshots(registry),
-      pool(config_in.timeouts.upstream_pool_idle),
+      pool(config_in.timeouts.upstream_pool_idle, config_in.upstream_idle_per_replica),
       retry_budget(config_in.retry.budget_ratio, config_in.retry.budget_min_per_second),
       prefix(config_in.prefix_cache, directory.exact_index),
       rng(0x5EED0000u + static_cast<uint64_t>(index_in) * 7919u +

@@ -46,6 +46,19 @@ TEST(ConfigTest, DefaultsAreSensible) {
   EXPECT_EQ(config.default_strategy, "least-request");
   EXPECT_EQ(config.scrape_interval, 100 * kNsPerMs);
   EXPECT_EQ(config.max_body_bytes, 8u << 20);
+  EXPECT_EQ(config.upstream_idle_per_replica, 1024u);
+}
+
+TEST(ConfigTest, UpstreamIdleConnectionsPerReplicaAreBounded) {
+  EXPECT_EQ(parseConfig("limits: { upstream_idle_per_replica: 16 }\nmodels: []\n")
+                .upstream_idle_per_replica,
+            16u);
+  for (const char* bad : {"0", "-3", "2000000", "2.5", "many"}) {
+    EXPECT_THROW(parseConfig(std::string("limits: { upstream_idle_per_replica: ") + bad +
+                             " }\nmodels: []\n"),
+                 ConfigError)
+        << bad;
+  }
 }
 
 void expectRejected(const std::string& yaml, const std::string& fragment) {
@@ -75,6 +88,10 @@ TEST(ConfigTest, RejectsWhatCannotWork) {
   expectRejected("models: [{ name: m, replicas: [h:1, h:1] }]\n", "duplicate address");
   expectRejected("telemetry: { scrape_interval_ms: -5 }\n", "positive");
   expectRejected("timeouts: { forever_ms: 5 }\n", "unknown key");
+  // Milliseconds whose nanoseconds would not fit a TimeNs (the scenario fuzzer found 3e47).
+  expectRejected("timeouts: { client_idle_ms: 3e47 }\n", "below 9e12");
+  expectRejected("timeouts: { client_idle_ms: .inf }\n", "below 9e12");
+  expectRejected("timeouts: { client_idle_ms: .nan }\n", "positive");
   expectRejected("listen: nowhere\n", "listen");
   expectRejected("workers: many\n", "wrong type");
 }
