@@ -41,13 +41,22 @@ std::optional<Refusal> AdmissionStage::beforeRouting(const fleet::ModelEntry& mo
   return rateLimited(wait);
 }
 
+ReplicaAdmission AdmissionStage::onReplicaHere(const fleet::ModelEntry& model,
+                                               fleet::ReplicaState& replica) {
+  return admission::admitLocally(replica, model.limits.max_inflight_per_replica)
+             ? ReplicaAdmission::kAdmitted
+             : ReplicaAdmission::kAtLimit;
+}
+
 boost::asio::awaitable<ReplicaAdmission> AdmissionStage::onReplica(
     const fleet::ModelEntry& model, fleet::ReplicaState& replica, TimeNs now,
     SharedAdmission& shared, std::optional<Refusal>& refusal, RequestAuth* key_budgets) {
   const int64_t limit = model.limits.max_inflight_per_replica;
   // Check-and-admit (admission/inflight_admission.h); other gateways' requests count too, as
   // last read from shared state, then exactly in the shared admission below.
-  if (!admission::admitLocally(replica, limit)) co_return ReplicaAdmission::kAtLimit;
+  if (onReplicaHere(model, replica) == ReplicaAdmission::kAtLimit) {
+    co_return ReplicaAdmission::kAtLimit;
+  }
   if (leasesSlots(model)) {
     co_return co_await onLeasedReplica(model, replica, now, shared, refusal, key_budgets);
   }

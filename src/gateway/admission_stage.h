@@ -115,6 +115,14 @@ class AdmissionStage {
                                                      SharedAdmission& shared,
                                                      std::optional<Refusal>& refusal,
                                                      RequestAuth* key_budgets = nullptr);
+  // Whether this gateway admits the model's requests alone (no shared state involved): then
+  // onReplicaHere() decides without awaiting, and without the coroutine frame onReplica costs.
+  bool admitsAlone(const fleet::ModelEntry& model) const {
+    return !leasesSlots(model) && !sharesLimits(model);
+  }
+  // onReplica's answer when admitsAlone(model): kAdmitted or kAtLimit.
+  static ReplicaAdmission onReplicaHere(const fleet::ModelEntry& model,
+                                        fleet::ReplicaState& replica);
 
   // Gives back the leased slots of replicas this worker stopped sending to (every second).
   void sweepIdleSlots() {

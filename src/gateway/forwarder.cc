@@ -19,6 +19,7 @@
 #include "fleet/completion_accounting.h"
 #include "gateway/worker_impl.h"
 #include "http/parse_buffered.h"
+#include "http/recycling_allocator.h"
 #include "http/write_all.h"
 
 namespace switchyard::gateway {
@@ -160,7 +161,9 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
   const switchyard::http::PeerWatchScope watching(
       conn.watch, conn.stream.socket(), &cancelUpstream, &upstream,
       {&peer_arming, std::chrono::nanoseconds(target.arrived >= 0 ? started - target.arrived : 0)});
-  std::optional<http::response_parser<http::buffer_body>> parser;
+  // Its header fields' nodes are recycled by the worker's thread (http/recycling_allocator.h).
+  std::optional<http::response_parser<http::buffer_body,
+                                      switchyard::http::RecyclingAllocator<char>>> parser;
   for (int tries = 0;; ++tries) {
     const bool reused = upstream != nullptr;
     if (!upstream) {

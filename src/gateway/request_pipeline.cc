@@ -173,11 +173,14 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn, Request& req, 
           : model->runtime->output_lengths.estimate(static_cast<double>(plan.prompt_estimate),
                                                     kDefaultOutputTokens);
   // The key's budgets: checked here, or with the shared admission on the replica.
-  if (std::optional<Refusal> refused = co_await auth.beforeRouting(
-          conn.auth, *model,
-          plan.prompt_estimate + static_cast<int64_t>(plan.output_estimate),
-          admission.sharesLimits(*model), now())) {
-    co_return co_await sendRefusal(conn, *refused, request_id, keep_alive);
+  // Without a key (auth off) there are none: no coroutine frame is spent on saying so.
+  if (conn.auth.key != nullptr) {
+    if (std::optional<Refusal> refused = co_await auth.beforeRouting(
+            conn.auth, *model,
+            plan.prompt_estimate + static_cast<int64_t>(plan.output_estimate),
+            admission.sharesLimits(*model), now())) {
+      co_return co_await sendRefusal(conn, *refused, request_id, keep_alive);
+    }
   }
   plan.route = routing::RouteRequest{&plan.spec, now(), {}, {}};
   plan.route.shape.prompt_tokens = static_cast<double>(plan.prompt_estimate);
@@ -346,8 +349,10 @@ asio::awaitable<AttemptOutcome> Worker::Impl::attempt(ClientConnection& conn, Re
     // Admission on the chosen replica.
     SharedAdmission shared_admission;
     const ReplicaAdmission admitted =
-        co_await admission.onReplica(model, *replica, now(), shared_admission, refusal,
-                                     AuthStage::deferredQuota(conn.auth));
+        admission.admitsAlone(model)
+            ? AdmissionStage::onReplicaHere(model, *replica)
+            : co_await admission.onReplica(model, *replica, now(), shared_admission, refusal,
+                                           AuthStage::deferredQuota(conn.auth));
     if (admitted == ReplicaAdmission::kRateLimited) co_return AttemptOutcome::kRefused;
     if (admitted == ReplicaAdmission::kAtLimit) {
       if (++plan.admission_races > kMaxAdmissionRaces) co_return AttemptOutcome::kSaturated;

@@ -131,7 +131,7 @@ asio::awaitable<void> Worker::Impl::serve(tcp::socket socket) {
   const admission::ClientLimitSettings& caps = security.config().client_limits;
   bool first = true;
   for (;;) {
-    http::request_parser<http::string_body> parser;
+    http::request_parser<http::string_body, switchyard::http::RecyclingAllocator<char>> parser;
     parser.header_limit(static_cast<uint32_t>(caps.max_header_bytes));
     parser.body_limit(config.max_body_bytes);
     conn.stream.expires_after(
@@ -155,7 +155,13 @@ asio::awaitable<void> Worker::Impl::serve(tcp::socket socket) {
       const auto declared = parser.content_length();
       if (declared && *declared > config.max_body_bytes) {
         ec = http::error::body_limit;  // answered before the body is sent (no 100 Continue)
-      } else if (beast::iequals(req[http::field::expect], "100-continue")) {
+      } else if (declared) {
+        // Room for the JSON parser's padding too (api::RequestInspector::kRequiredPadding), so
+        // the body is not copied to a larger string before it is inspected.
+        req.body().reserve(static_cast<size_t>(*declared) +
+                           api::RequestInspector::kRequiredPadding);
+      }
+      if (!ec && beast::iequals(req[http::field::expect], "100-continue")) {
         static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
         auto [wec, wn] = co_await asio::async_write(conn.stream, asio::buffer(kContinue), kTuple);
         if (wec) break;

@@ -48,6 +48,7 @@
 #include "gateway/worker.h"
 #include "http/connection_stream.h"
 #include "http/peer_watch.h"
+#include "http/recycling_allocator.h"
 #include "routing/router.h"
 
 namespace switchyard::gateway {
@@ -56,7 +57,9 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
-using Request = http::request<http::string_body>;
+// Its header fields' nodes are recycled by the worker's thread (http/recycling_allocator.h).
+using RequestFields = http::basic_fields<switchyard::http::RecyclingAllocator<char>>;
+using Request = http::request<http::string_body, RequestFields>;
 inline constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 
 inline constexpr size_t kPieceSize = 32 * 1024;
