@@ -1,7 +1,8 @@
 // Prefix-cache routing's hot path per KiB of prompt: hashing the prompt into its block chain
 // (XXH3, 16-token blocks of 64 bytes), looking the chain up on 8 replicas' indexes (one holding
 // it whole, the others a quarter), and inserting it for the chosen one. ns/op, bytes/s and
-// allocs/op (target 0 once warm).
+// allocs/op (target 0 once warm). Then the prefix-cache decision itself for an unknown prefix,
+// with and without its home.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -11,9 +12,13 @@
 #include <vector>
 
 #include "alloc_counter.h"
+#include "core/rng.h"
+#include "fleet/fleet_registry.h"
 #include "fleet/kv_index/exact_index.h"
 #include "fleet/kv_index/prefix_index.h"
 #include "fleet/kv_index/prompt_blocks.h"
+#include "routing/prefix_probe.h"
+#include "routing/router.h"
 
 namespace switchyard {
 namespace {
@@ -97,6 +102,47 @@ void BM_ExactIndexLookup8(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * prompt.size()));
 }
 BENCHMARK(BM_ExactIndexLookup8)->Arg(1)->Arg(4)->Arg(16)->Arg(64);
+
+// A probe whose matches are fixed: the strategy's own cost, without the index's.
+class NoMatchProbe final : public routing::PrefixProbe {
+ public:
+  routing::PrefixMatch match(const fleet::ReplicaState&) const override { return {}; }
+};
+
+// One prefix-cache decision (blended with load-balance, as by default) on 8 replicas for a
+// prompt of 100 blocks that no replica is known to hold: Arg 0 with homes off (load decides),
+// Arg 1 with them on (the rendezvous ranking of the candidates). ns/op and allocs/op.
+void BM_PrefixRouteUnknown8(benchmark::State& state) {
+  fleet::ModelSpec model;
+  model.name = "m";
+  for (int i = 0; i < 8; ++i) {
+    model.replicas.push_back({"10.0.0." + std::to_string(i) + ":8000", {}});
+  }
+  fleet::FleetRegistry registry;
+  registry.apply({model}, kNsPerSec, "prefix-cache");
+  const auto snapshot = registry.latest();
+  const fleet::ModelEntry& entry = snapshot->models[0];
+  for (int i = 0; i < 8; ++i) entry.replicas[i].state->counters().running.store(i % 3);
+  NoMatchProbe probe;
+  probe.total_blocks = 100;
+  probe.home_blocks = state.range(0) != 0 ? 4 : 0;
+  routing::StrategySpec spec;
+  routing::parseStrategySpec("prefix-cache", spec);
+  routing::RouteRequest request{&spec, 0, {}, {}};
+  request.prefix = &probe;
+  Rng rng(1);
+  routing::RoutingScratch scratch;
+  routing::route(*snapshot, entry, request, rng, scratch);  // grow the scratch space once
+  bench::AllocCounter allocs;
+  uint64_t anchor = 0;
+  for (auto _ : state) {
+    probe.home_anchor = ++anchor * 0x9E3779B97F4A7C15ull;  // a new prefix each time
+    routing::Decision d = routing::route(*snapshot, entry, request, rng, scratch);
+    benchmark::DoNotOptimize(d.chosen);
+  }
+  allocs.report(state);
+}
+BENCHMARK(BM_PrefixRouteUnknown8)->Arg(0)->Arg(1);
 
 }  // namespace
 }  // namespace switchyard

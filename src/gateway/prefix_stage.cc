@@ -35,8 +35,14 @@ routing::PrefixMatch PrefixStage::Probe::match(const fleet::ReplicaState& replic
   return {index_->match(&replica, blocks_), false};
 }
 
+double PrefixStage::Probe::homeWeight(std::string_view model,
+                                      const fleet::ReplicaEntry& replica) const {
+  return stage_->kvBlocksOf(model, replica);
+}
+
 PrefixStage::Probe PrefixStage::probe(std::span<const uint64_t> blocks) {
   Probe probe;
+  probe.stage_ = this;
   probe.index_ = &index_;
   probe.exact_ = exact_.get();
   probe.mode_ = params_.mode;
@@ -45,6 +51,11 @@ PrefixStage::Probe PrefixStage::probe(std::span<const uint64_t> blocks) {
   probe.block_tokens = params_.block_tokens;
   probe.hot_spot_factor = params_.hot_spot_factor;
   probe.hot_spot_tokens = params_.hot_spot_tokens;
+  if (params_.home_tokens > 0 && !blocks.empty()) {
+    const uint32_t block = std::max<uint32_t>(params_.block_tokens, 1);
+    probe.home_blocks = std::max<uint32_t>(1, (params_.home_tokens + block - 1) / block);
+    probe.home_anchor = blocks[std::min<size_t>(probe.home_blocks, blocks.size()) - 1];
+  }
   return probe;
 }
 
@@ -64,6 +75,10 @@ void PrefixStage::onRouted(const fleet::FleetSnapshot& snapshot, const fleet::Mo
     return;
   }
   const fleet::ReplicaEntry& replica = model.replicas[static_cast<size_t>(chosen)];
+  index_.insert(replica.state.get(), blocks, kvBlocksOf(model.name, replica));
+}
+
+uint32_t PrefixStage::kvBlocksOf(std::string_view model, const fleet::ReplicaEntry& replica) {
   const void* key = replica.state.get();
   const double reported_or_nan = replica.state->kvCapacityTokens();
   const double reported = std::isnan(reported_or_nan) ? 0 : reported_or_nan;  // 0: not reported
@@ -71,10 +86,10 @@ void PrefixStage::onRouted(const fleet::FleetSnapshot& snapshot, const fleet::Mo
   if (it == kv_blocks_.end() || it->second.reported_tokens != reported) {
     // Once per replica and reported size: the profile lookup is start-up work, not per-request.
     const KvBound bound{
-        fleet::kv_index::replicaKvBlocks(replica.labels, model.name, reported, params_), reported};
+        fleet::kv_index::replicaKvBlocks(replica.labels, model, reported, params_), reported};
     it = kv_blocks_.insert_or_assign(key, bound).first;
   }
-  index_.insert(key, blocks, it->second.blocks);
+  return it->second.blocks;
 }
 
 }  // namespace switchyard::gateway

@@ -43,9 +43,12 @@ class PrefixStage {
     // The exact index where the replica has a usable one (mode auto or precise), else the
     // approximate index (mode auto or approximate), else nothing (precise).
     routing::PrefixMatch match(const fleet::ReplicaState& replica) const override;
+    // The replica's KV cache in blocks (the bound of its index): the prefixes it can hold.
+    double homeWeight(std::string_view model, const fleet::ReplicaEntry& replica) const override;
 
    private:
     friend class PrefixStage;
+    PrefixStage* stage_ = nullptr;
     const fleet::kv_index::PrefixIndex* index_ = nullptr;
     const fleet::kv_index::ExactIndexSnapshot* exact_ = nullptr;
     fleet::kv_index::PrefixCacheMode mode_ = fleet::kv_index::PrefixCacheMode::kAuto;
@@ -63,6 +66,10 @@ class PrefixStage {
   const fleet::kv_index::PrefixIndex& index() const { return index_; }
 
  private:
+  // The bound of `replica`'s index: its KV cache in blocks (fleet/kv_index/prefix_cache_config.h),
+  // derived once per replica and reported size, then a lookup.
+  uint32_t kvBlocksOf(std::string_view model, const fleet::ReplicaEntry& replica);
+
   fleet::kv_index::PrefixCacheParams params_;
   fleet::kv_index::PromptBlockHasher hasher_;
   fleet::kv_index::PrefixIndex index_;

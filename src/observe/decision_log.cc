@@ -86,7 +86,8 @@ void fillDecisionRecord(DecisionRecord& record, const routing::Decision& decisio
                         row.in_pick_set,    row.score,
                         row.synthetic_load, row.predicted_ttft,
                         row.predicted_tpot, row.cost_per_request,
-                        row.prefix_blocks,  row.prefix_exact};
+                        row.prefix_blocks,  row.prefix_exact,
+                        row.prefix_home};
   };
   const routing::CandidateRow* chosen = decision.rowOf(decision.chosen);
   if (chosen != nullptr) add(*chosen);
@@ -225,6 +226,7 @@ std::string renderDecisionsJson(std::vector<DecisionRecord> records,
                          static_cast<int64_t>(row.prefix_blocks) * r.prefix_block_tokens);
           out.append(row.prefix_exact ? R"(,"prefix_match_source":"exact")"
                                       : R"(,"prefix_match_source":"approximate")");
+          if (row.prefix_home) out.append(R"(,"prefix_home":true)");
         }
       }
       out.push_back('}');
@@ -314,6 +316,7 @@ void appendDecisionHeader(std::string& out, const routing::Decision& decision,
       any = true;
       out.append(name(row.replica_index));
       fmt::format_to(std::back_inserter(out), ":{}", row.prefix_blocks);
+      if (row.prefix_home) out.append("(home)");
       if (out.size() - start > budget) {
         out.resize(mark);
         cut = true;

@@ -46,6 +46,7 @@ struct DecisionRecord {
     float cost_per_request = -1;  // SLO routing: the shape's cost there (+inf: no rate; -1 none)
     int32_t prefix_blocks = -1;  // prefix-cache: leading prompt blocks cached there (-1: n/a)
     bool prefix_exact = false;   // ... from the replica's KV events (else approximate)
+    bool prefix_home = false;    // ... held nowhere known: the prefix's home (placement)
   };
   int64_t unix_ns = 0;    // wall-clock time of the decision
   int64_t latency_ns = 0;  // time spent routing

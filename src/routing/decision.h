@@ -39,6 +39,7 @@ struct CandidateRow {
   float cost_per_request = -1;  // SLO routing: the shape's cost on this GPU type (+inf: no rate)
   int32_t prefix_blocks = -1;  // prefix-cache: leading prompt blocks cached here (-1: not asked)
   bool prefix_exact = false;   // ... per the replica's KV events (else the approximate index)
+  bool prefix_home = false;    // ... no candidate known to hold the prefix: its home replica
 };
 
 struct Decision {

@@ -9,7 +9,9 @@
 
 #include <cstdint>
 
-#include "fleet/replica_state.h"
+#include <string_view>
+
+#include "fleet/fleet_snapshot.h"
 
 namespace switchyard::routing {
 
@@ -25,6 +27,13 @@ class PrefixProbe {
   // Leading blocks of the request's chain cached on `replica` (0..total_blocks), and where
   // that came from.
   virtual PrefixMatch match(const fleet::ReplicaState& replica) const = 0;
+  // How many homes `replica` of `model` takes in proportion to the others (its KV cache: the
+  // prefixes it can hold); any positive scale. Alike in every gateway for the same replica.
+  virtual double homeWeight(std::string_view model, const fleet::ReplicaEntry& replica) const {
+    (void)model;
+    (void)replica;
+    return 1;
+  }
 
   uint32_t total_blocks = 0;   // full blocks in the request's prompt
   uint32_t block_tokens = 16;  // tokens per block
@@ -35,6 +44,11 @@ class PrefixProbe {
   // none): a long match saves its prefill on the holder, and rebuilding it elsewhere evicts as
   // much of other prefixes there. Shorter matches are guarded as if there were no allowance.
   double hot_spot_tokens = 1536;
+  // Consistent placement of a prefix no candidate is known to hold (strategies/prefix_cache.h):
+  // the chain's hash after its first home_blocks blocks (the whole chain when shorter) ranks the
+  // replicas as its homes, alike in every gateway and worker. home_blocks 0: off.
+  uint32_t home_blocks = 0;
+  uint64_t home_anchor = 0;
 
  protected:
   ~PrefixProbe() = default;

@@ -396,6 +396,7 @@ Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& mo
       if (prefix) {
         row.prefix_blocks = static_cast<int32_t>(scratch.inputs[i].prefix_blocks);
         row.prefix_exact = scratch.inputs[i].prefix_exact;
+        row.prefix_home = scratch.inputs[i].prefix_home;
       }
       if (has_cutoff && row.score <= cutoff) {
         row.in_pick_set = true;

@@ -49,6 +49,7 @@ struct CandidateInputs {
   // that fills it says so (ScoreNote::prefix).
   uint32_t prefix_blocks = 0;
   bool prefix_exact = false;  // ... according to the replica's KV events (exact index)
+  bool prefix_home = false;   // ... none known anywhere: this is the prefix's home (placement)
 };
 
 class PrefixProbe;  // routing/prefix_probe.h

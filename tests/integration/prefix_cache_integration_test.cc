@@ -4,6 +4,8 @@
 // the decision shows each candidate's match.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "gateway_harness.h"
 
 namespace switchyard::testing {
@@ -32,10 +34,17 @@ class PrefixCacheGatewayTest : public ::testing::Test {
         std::make_unique<Process>(std::vector<std::string>{"gateway", "--config", config_->path()});
     ASSERT_NE(gateway_->port(1), 0);
   }
-  HttpResult chat(const std::string& messages) {
+  // A second gateway with the same configuration, learning apart from the first.
+  void startSecondGateway() {
+    second_ =
+        std::make_unique<Process>(std::vector<std::string>{"gateway", "--config", config_->path()});
+    ASSERT_NE(second_->port(1), 0);
+  }
+  HttpResult chat(const std::string& messages, const Process* gateway = nullptr) {
     Headers headers = kJson;
     headers.push_back({"x-switchyard-explain", "1"});
-    return httpRequest(gateway_->port(0), "POST", "/v1/chat/completions",
+    return httpRequest((gateway != nullptr ? gateway : gateway_.get())->port(0), "POST",
+                       "/v1/chat/completions",
                        "{\"model\":\"llama2-7b\",\"max_tokens\":4,\"messages\":[" + messages + "]}",
                        headers, 30s);
   }
@@ -52,6 +61,7 @@ class PrefixCacheGatewayTest : public ::testing::Test {
   std::vector<std::unique_ptr<Process>> engines_;
   std::unique_ptr<TempFile> config_;
   std::unique_ptr<Process> gateway_;
+  std::unique_ptr<Process> second_;
 };
 
 TEST_F(PrefixCacheGatewayTest, AConversationStaysWhereItsHistoryIsCached) {
@@ -80,6 +90,37 @@ TEST_F(PrefixCacheGatewayTest, AConversationStaysWhereItsHistoryIsCached) {
   const std::string decisions = httpRequest(gateway_->port(1), "GET", "/debug/decisions").body;
   EXPECT_NE(decisions.find("\"prefix_match_blocks\""), std::string::npos) << decisions;
   EXPECT_NE(decisions.find("\"prefix\":{\"block_tokens\":16"), std::string::npos) << decisions;
+}
+
+}  // namespace
+}  // namespace switchyard::testing
+
+namespace switchyard::testing {
+namespace {
+
+// Two gateways that share nothing: a conversation's first turn through one and its second
+// through the other. The second gateway has never seen the prefix, yet sends it where the first
+// did: both place an unknown prefix on its home replica (routing.prefix_cache.home_tokens).
+TEST_F(PrefixCacheGatewayTest, GatewaysThatLearnApartPlaceAnUnknownPrefixAlike) {
+  startSecondGateway();
+  std::set<std::string> pods;
+  for (int conversation = 1; conversation <= 10; ++conversation) {
+    std::string history =
+        "{\"role\":\"system\",\"content\":\"" + text(200, 50 + conversation) + "\"}";
+    history += ",{\"role\":\"user\",\"content\":\"" + text(30, 70 + conversation) + "\"}";
+    const HttpResult first = chat(history);
+    ASSERT_EQ(first.status, 200) << first.body;
+    const std::string pod = first.header("target-pod");
+    EXPECT_NE(first.header("x-switchyard-decision").find(pod + ":0(home)"), std::string::npos)
+        << first.header("x-switchyard-decision");
+    history += ",{\"role\":\"assistant\",\"content\":\"" + text(20, 80 + conversation) +
+               "\"},{\"role\":\"user\",\"content\":\"" + text(30, 90 + conversation) + "\"}";
+    const HttpResult second = chat(history, second_.get());
+    ASSERT_EQ(second.status, 200) << second.body;
+    EXPECT_EQ(second.header("target-pod"), pod) << second.header("x-switchyard-decision");
+    pods.insert(pod);
+  }
+  EXPECT_GE(pods.size(), 2u);  // homes differ from one prefix to the next
 }
 
 }  // namespace

@@ -2,7 +2,9 @@
 // and hot-spot guard, the decision rows, and `routing.prefix_cache:`.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -14,6 +16,7 @@
 #include "fleet/kv_index/prefix_cache_config.h"
 #include "fleet/kv_index/prefix_index.h"
 #include "fleet/kv_index/prompt_blocks.h"
+#include "fleet/scrape_schedule.h"
 #include "gateway/config.h"
 #include "routing/prefix_probe.h"
 #include "routing/router.h"
@@ -170,18 +173,26 @@ TEST(PrefixIndexTest, NoAllocationOnceWarm) {
 // A probe with fixed match lengths per replica index.
 class FixedProbe final : public routing::PrefixProbe {
  public:
-  FixedProbe(const fleet::ModelEntry& model, std::vector<uint32_t> matched)
-      : model_(model), matched_(std::move(matched)) {}
+  FixedProbe(const fleet::ModelEntry& model, std::vector<uint32_t> matched,
+             std::vector<double> weights = {})
+      : model_(model), matched_(std::move(matched)), weights_(std::move(weights)) {}
   routing::PrefixMatch match(const fleet::ReplicaState& replica) const override {
     for (size_t i = 0; i < model_.replicas.size(); ++i) {
       if (model_.replicas[i].state.get() == &replica) return {matched_[i], false};
     }
     return {};
   }
+  double homeWeight(std::string_view, const fleet::ReplicaEntry& replica) const override {
+    for (size_t i = 0; i < weights_.size(); ++i) {
+      if (model_.replicas[i].state == replica.state) return weights_[i];
+    }
+    return 1;
+  }
 
  private:
   const fleet::ModelEntry& model_;
   std::vector<uint32_t> matched_;
+  std::vector<double> weights_;
 };
 
 class PrefixRoutingTest : public ::testing::Test {
@@ -196,6 +207,15 @@ class PrefixRoutingTest : public ::testing::Test {
     snapshot_ = registry_.latest();
   }
   const fleet::ModelEntry& model() const { return snapshot_->models[0]; }
+  // A 10-block prompt whose first 4 blocks name its home by `anchor`.
+  FixedProbe homeProbe(std::vector<uint32_t> matched, uint64_t anchor,
+                       std::vector<double> weights = {}) const {
+    FixedProbe probe(model(), std::move(matched), std::move(weights));
+    probe.total_blocks = 10;
+    probe.home_blocks = 4;
+    probe.home_anchor = anchor;
+    return probe;
+  }
   void running(int i, int64_t n) { model().replicas[i].state->counters().running.store(n); }
   routing::Decision decide(std::string_view strategy, const routing::PrefixProbe* probe) {
     EXPECT_EQ(routing::parseStrategySpec(strategy, spec_), routing::SpecError::kNone);
@@ -273,6 +293,102 @@ TEST_F(PrefixRoutingTest, ALongMatchIsWorthMoreQueueBeforeTheGuardActs) {
   EXPECT_NE(decide("prefix-cache:5,load-balance:4", &short_match).chosen, 0);
 }
 
+// The replicas in the order every gateway ranks them for `anchor`: highest
+// mixHash(anchor ^ name hash) first.
+std::vector<int> rendezvousOrder(const fleet::ModelEntry& model, uint64_t anchor) {
+  std::vector<int> order(model.replicas.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  const auto rank = [&](int i) {
+    return fleet::mixHash(anchor ^ model.replicas[static_cast<size_t>(i)].state->nameHash());
+  };
+  std::sort(order.begin(), order.end(), [&](int a, int b) { return rank(a) > rank(b); });
+  return order;
+}
+
+TEST_F(PrefixRoutingTest, AnUnknownPrefixGoesToItsHomeAlikeInEveryRouter) {
+  build(8);
+  FixedProbe probe = homeProbe(std::vector<uint32_t>(8, 0), 0);
+  std::set<int> homes;
+  for (uint64_t anchor = 1; anchor <= 64; ++anchor) {
+    probe.home_anchor = anchor * 0x9e3779b97f4a7c15ull;
+    const int home = rendezvousOrder(model(), probe.home_anchor)[0];
+    const routing::Decision d = decide("prefix-cache", &probe);
+    ASSERT_EQ(d.chosen, home) << anchor;
+    for (const routing::CandidateRow& row : d.rows) {
+      EXPECT_EQ(row.prefix_home, static_cast<int>(row.replica_index) == home);
+    }
+    // Another router (its own random source and scratch: another worker or gateway) agrees.
+    Rng other_rng(static_cast<uint64_t>(anchor) + 1000);
+    routing::RoutingScratch other_scratch;
+    routing::RouteRequest request{&spec_, 5 * kNsPerSec, {}, {}};
+    request.prefix = &probe;
+    EXPECT_EQ(routing::route(*snapshot_, model(), request, other_rng, other_scratch).chosen, home);
+    homes.insert(home);
+  }
+  EXPECT_GE(homes.size(), 6u);  // prefixes spread over the fleet
+  probe.home_blocks = 0;        // off: load decides, and no row is a home
+  for (const routing::CandidateRow& row : decide("prefix-cache", &probe).rows) {
+    EXPECT_FALSE(row.prefix_home);
+  }
+}
+
+TEST_F(PrefixRoutingTest, AReplicaIsHomeToPrefixesInProportionToItsKvCache) {
+  build(4);
+  FixedProbe probe = homeProbe(std::vector<uint32_t>(4, 0), 0, {4, 1, 1, 1});
+  std::vector<int> homes(4, 0);
+  constexpr int kPrefixes = 4000;
+  for (uint64_t anchor = 1; anchor <= kPrefixes; ++anchor) {
+    probe.home_anchor = anchor * 0x9e3779b97f4a7c15ull;
+    ++homes[static_cast<size_t>(decide("prefix-cache", &probe).chosen)];
+  }
+  // Shares 4/7 and 1/7 each.
+  EXPECT_NEAR(homes[0] / double(kPrefixes), 4.0 / 7, 0.04) << homes[0];
+  for (int i = 1; i < 4; ++i) EXPECT_NEAR(homes[i] / double(kPrefixes), 1.0 / 7, 0.03) << i;
+}
+
+TEST_F(PrefixRoutingTest, APrefixKnownSomewhereIsNotPlacedByItsHome) {
+  build(4);
+  const std::vector<int> order = rendezvousOrder(model(), 77);
+  const int other = order[2];
+  std::vector<uint32_t> matched(4, 0);
+  matched[static_cast<size_t>(other)] = 4;  // holds the home's blocks: the match decides
+  const FixedProbe known = homeProbe(matched, 77);
+  const routing::Decision d = decide("prefix-cache", &known);
+  EXPECT_EQ(d.chosen, other);
+  for (const routing::CandidateRow& row : d.rows) EXPECT_FALSE(row.prefix_home);
+  // Fewer blocks than the home's anywhere: nothing is known of this prefix, the home decides.
+  matched[static_cast<size_t>(other)] = 3;
+  const FixedProbe partial = homeProbe(matched, 77);
+  EXPECT_EQ(decide("prefix-cache", &partial).chosen, order[0]);
+}
+
+TEST_F(PrefixRoutingTest, AHotHomeOverflowsToTheNextInTheSameOrder) {
+  build(4);
+  const FixedProbe probe = homeProbe({0, 0, 0, 0}, 12345);
+  const std::vector<int> order = rendezvousOrder(model(), probe.home_anchor);
+  running(order[0], 12);  // far above its share: the guard refuses it the prefix
+  for (int trial = 0; trial < 10; ++trial) {
+    const routing::Decision d = decide("prefix-cache", &probe);
+    EXPECT_EQ(d.chosen, order[1]);
+    EXPECT_TRUE(d.rowOf(order[1])->prefix_home);
+    EXPECT_FALSE(d.rowOf(order[0])->prefix_home);
+  }
+}
+
+TEST_F(PrefixRoutingTest, AHomeTakesNoMoreThanItsFairShare) {
+  build(8);
+  const FixedProbe probe = homeProbe(std::vector<uint32_t>(8, 0), 4242);
+  const std::vector<int> order = rendezvousOrder(model(), probe.home_anchor);
+  // 30 in flight: a fair share is 31 / 8 = 3.875. The first in order would be the 5th on its
+  // replica: within the guard's 1.5 × for a match, above a home's 1 ×.
+  for (int i = 0; i < 8; ++i) running(i, 4);
+  running(order[1], 2);
+  const routing::Decision d = decide("prefix-cache", &probe);
+  EXPECT_EQ(d.chosen, order[1]);
+  EXPECT_TRUE(d.rowOf(order[1])->prefix_home);
+  EXPECT_FALSE(d.rowOf(order[0])->prefix_home);
+}
+
 TEST(PrefixCacheConfigTest, ParsesTheKeysAndRejectsBadValues) {
   const gateway::GatewayConfig config = gateway::parseConfig(R"(
 routing:
@@ -288,6 +404,14 @@ models: []
   EXPECT_EQ(config.prefix_cache.hot_spot_factor, 2.0);
   EXPECT_EQ(config.prefix_cache.hot_spot_tokens, 4096.0);
   EXPECT_EQ(gateway::GatewayConfig{}.prefix_cache.hot_spot_tokens, 1536.0);
+  EXPECT_EQ(gateway::GatewayConfig{}.prefix_cache.home_tokens, 64u);
+  EXPECT_EQ(
+      gateway::parseConfig("routing:\n  prefix_cache:\n    home_tokens: 0\nmodels: []\n")
+          .prefix_cache.home_tokens,
+      0u);
+  EXPECT_THROW(
+      gateway::parseConfig("routing:\n  prefix_cache:\n    home_tokens: -1\nmodels: []\n"),
+      ConfigError);
   EXPECT_THROW(
       gateway::parseConfig("routing:\n  prefix_cache:\n    hot_spot_tokens: -1\nmodels: []\n"),
       ConfigError);

@@ -42,6 +42,10 @@ void parsePrefixCache(const YAML::Node& node, const std::string& where, PrefixCa
            [&](const auto& v, const auto& k) { params.hot_spot_factor = number(v, k, 0, 1e6); }},
           {"hot_spot_tokens",
            [&](const auto& v, const auto& k) { params.hot_spot_tokens = number(v, k, 0, 1e9); }},
+          {"home_tokens",
+           [&](const auto& v, const auto& k) {
+             params.home_tokens = static_cast<uint32_t>(number(v, k, 0, 1 << 24));
+           }},
           {"hash_seed",
            [&](const auto& v, const auto& k) {
              params.hash_seed = static_cast<uint64_t>(number(v, k, 0, 9.007199254740992e15));

@@ -27,6 +27,10 @@ struct PrefixCacheParams {
   double hot_spot_factor = 1.5;  // routing/prefix_probe.h; 0 turns the guard off
   double hot_spot_tokens = 1536;  // routing/prefix_probe.h; 0: the guard ignores match length
   uint64_t hash_seed = 0;        // the chain's first seed
+  // A prefix no candidate is known to hold goes to its home replica, named by the prompt's first
+  // this many tokens (whole blocks, at least one): gateways and workers that learn apart still
+  // place it alike. 0: off (load decides). routing/strategies/prefix_cache.h.
+  uint32_t home_tokens = 64;
   PrefixCacheMode mode = PrefixCacheMode::kAuto;
   // After KV events were lost beyond repair, a replica routes approximately for this long while
   // fresh events rebuild its exact index.

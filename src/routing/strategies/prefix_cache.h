@@ -13,10 +13,13 @@ namespace switchyard::routing {
 // max(hot_spot_factor × fair_r, 2) + max(0, matched_tokens_r ÷ hot_spot_tokens − 1) scores 1
 // whatever it matched, so a popular prefix cannot pile onto one replica; a match longer than
 // hot_spot_tokens is worth more queue (its prefill saved, and no other prefix evicted to
-// rebuild it elsewhere). Auto-blended with load-balance at 5 : 4 (autoBlendScale()). Without a
-// probe or with a prompt shorter than a block every candidate scores 0 and load decides. Writes
-// CandidateInputs::prefix_blocks (ScoreNote::prefix) so that decision records show each
-// candidate's match.
+// rebuild it elsewhere). A prefix no candidate holds even the first PrefixProbe::home_blocks of
+// goes to its home: the first candidate in weighted rendezvous order (by the anchor's hash and the
+// replica's name, weighted by PrefixProbe::homeWeight) that the guard would let hold it all,
+// alike in every gateway and worker. Auto-blended with load-balance at 5 : 4 (autoBlendScale()).
+// Without a probe or with a prompt shorter than a block every candidate scores 0 and load
+// decides. Writes CandidateInputs::prefix_blocks (ScoreNote::prefix) so that decision records show
+// each candidate's match.
 class PrefixCacheStrategy final : public Strategy {
  public:
   std::string_view name() const override { return "prefix-cache"; }
