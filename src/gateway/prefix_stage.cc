@@ -51,8 +51,9 @@ PrefixStage::Probe PrefixStage::probe(std::span<const uint64_t> blocks) {
   probe.block_tokens = params_.block_tokens;
   probe.hot_spot_factor = params_.hot_spot_factor;
   probe.hot_spot_tokens = params_.hot_spot_tokens;
-  if (params_.home_tokens > 0 && !blocks.empty()) {
-    const uint32_t block = std::max<uint32_t>(params_.block_tokens, 1);
+  const uint32_t block = std::max<uint32_t>(params_.block_tokens, 1);
+  if (params_.home_tokens > 0 && !blocks.empty() &&
+      blocks.size() * block >= params_.home_min_tokens) {
     probe.home_blocks = std::max<uint32_t>(1, (params_.home_tokens + block - 1) / block);
     probe.home_anchor = blocks[std::min<size_t>(probe.home_blocks, blocks.size()) - 1];
   }

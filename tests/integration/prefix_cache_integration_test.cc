@@ -100,13 +100,14 @@ namespace {
 
 // Two gateways that share nothing: a conversation's first turn through one and its second
 // through the other. The second gateway has never seen the prefix, yet sends it where the first
-// did: both place an unknown prefix on its home replica (routing.prefix_cache.home_tokens).
+// did: both place an unknown prefix of at least home_min_tokens (about 1,900 tokens here) on its
+// home replica (routing.prefix_cache.home_tokens).
 TEST_F(PrefixCacheGatewayTest, GatewaysThatLearnApartPlaceAnUnknownPrefixAlike) {
   startSecondGateway();
   std::set<std::string> pods;
   for (int conversation = 1; conversation <= 10; ++conversation) {
     std::string history =
-        "{\"role\":\"system\",\"content\":\"" + text(200, 50 + conversation) + "\"}";
+        "{\"role\":\"system\",\"content\":\"" + text(800, 50 + conversation) + "\"}";
     history += ",{\"role\":\"user\",\"content\":\"" + text(30, 70 + conversation) + "\"}";
     const HttpResult first = chat(history);
     ASSERT_EQ(first.status, 200) << first.body;

@@ -18,6 +18,7 @@
 #include "fleet/kv_index/prompt_blocks.h"
 #include "fleet/scrape_schedule.h"
 #include "gateway/config.h"
+#include "gateway/prefix_stage.h"
 #include "routing/prefix_probe.h"
 #include "routing/router.h"
 
@@ -389,6 +390,33 @@ TEST_F(PrefixRoutingTest, AHomeTakesNoMoreThanItsFairShare) {
   EXPECT_FALSE(d.rowOf(order[0])->prefix_home);
 }
 
+TEST(PrefixStageHomeTest, ALongEnoughPromptIsNamedByItsFirstBlocksAndWeighedByKvCache) {
+  fleet::FleetRegistry registry;
+  fleet::ModelSpec spec;
+  spec.name = "m";
+  spec.replicas.push_back({"10.0.0.1:1", {{"kv_cache_blocks", "3000"}}});
+  registry.apply({spec}, kNsPerSec, "prefix-cache", 1.0);
+  const auto snapshot = registry.latest();
+  const std::vector<uint64_t> chat =
+      fleet::kv_index::hashPromptBlocks(std::string(64 * 8, 'c'), 16);
+  std::string context;
+  for (int i = 0; context.size() < 64 * 100; ++i) context += "word" + std::to_string(i) + " ";
+  const std::vector<uint64_t> longer = fleet::kv_index::hashPromptBlocks(context, 16);
+  fleet::kv_index::PrefixCacheParams params;  // homes for prompts of 1,536 tokens and more
+  gateway::PrefixStage stage(params);
+  EXPECT_EQ(stage.probe(chat).home_blocks, 0u);  // 128 tokens: load places it
+  const auto probe = stage.probe(longer);
+  EXPECT_EQ(probe.home_blocks, 4u);
+  EXPECT_EQ(probe.home_anchor, longer[3]);
+  EXPECT_EQ(probe.homeWeight("m", snapshot->models[0].replicas[0]), 3000.0);
+  params.home_min_tokens = 0;
+  gateway::PrefixStage every(params);
+  EXPECT_EQ(every.probe(chat).home_blocks, 4u);
+  params.home_tokens = 0;
+  gateway::PrefixStage off(params);
+  EXPECT_EQ(off.probe(longer).home_blocks, 0u);
+}
+
 TEST(PrefixCacheConfigTest, ParsesTheKeysAndRejectsBadValues) {
   const gateway::GatewayConfig config = gateway::parseConfig(R"(
 routing:
@@ -405,6 +433,11 @@ models: []
   EXPECT_EQ(config.prefix_cache.hot_spot_tokens, 4096.0);
   EXPECT_EQ(gateway::GatewayConfig{}.prefix_cache.hot_spot_tokens, 1536.0);
   EXPECT_EQ(gateway::GatewayConfig{}.prefix_cache.home_tokens, 64u);
+  EXPECT_EQ(gateway::GatewayConfig{}.prefix_cache.home_min_tokens, 1536u);
+  EXPECT_EQ(
+      gateway::parseConfig("routing:\n  prefix_cache:\n    home_min_tokens: 0\nmodels: []\n")
+          .prefix_cache.home_min_tokens,
+      0u);
   EXPECT_EQ(
       gateway::parseConfig("routing:\n  prefix_cache:\n    home_tokens: 0\nmodels: []\n")
           .prefix_cache.home_tokens,

@@ -46,6 +46,10 @@ void parsePrefixCache(const YAML::Node& node, const std::string& where, PrefixCa
            [&](const auto& v, const auto& k) {
              params.home_tokens = static_cast<uint32_t>(number(v, k, 0, 1 << 24));
            }},
+          {"home_min_tokens",
+           [&](const auto& v, const auto& k) {
+             params.home_min_tokens = static_cast<uint32_t>(number(v, k, 0, 1 << 30));
+           }},
           {"hash_seed",
            [&](const auto& v, const auto& k) {
              params.hash_seed = static_cast<uint64_t>(number(v, k, 0, 9.007199254740992e15));

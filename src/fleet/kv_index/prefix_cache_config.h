@@ -31,6 +31,9 @@ struct PrefixCacheParams {
   // this many tokens (whole blocks, at least one): gateways and workers that learn apart still
   // place it alike. 0: off (load decides). routing/strategies/prefix_cache.h.
   uint32_t home_tokens = 64;
+  // ... for prompts of at least this many tokens: a shorter prefix is cheap to prefill again,
+  // and where load places it the fleet stays balanced (chats' first turns).
+  uint32_t home_min_tokens = 1536;
   PrefixCacheMode mode = PrefixCacheMode::kAuto;
   // After KV events were lost beyond repair, a replica routes approximately for this long while
   // fresh events rebuild its exact index.
