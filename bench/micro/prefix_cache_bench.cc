@@ -2,7 +2,7 @@
 // (XXH3, 16-token blocks of 64 bytes), looking the chain up on 8 replicas' indexes (one holding
 // it whole, the others a quarter), and inserting it for the chosen one. ns/op, bytes/s and
 // allocs/op (target 0 once warm). Then the prefix-cache decision itself for an unknown prefix,
-// with and without its home.
+// with and without its home. Last, what sharing routed chains between a gateway's workers costs.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -14,9 +14,11 @@
 #include "alloc_counter.h"
 #include "core/rng.h"
 #include "fleet/fleet_registry.h"
+#include "fleet/kv_index/chain_exchange.h"
 #include "fleet/kv_index/exact_index.h"
 #include "fleet/kv_index/prefix_index.h"
 #include "fleet/kv_index/prompt_blocks.h"
+#include "gateway/prefix_stage.h"
 #include "routing/prefix_probe.h"
 #include "routing/router.h"
 
@@ -109,10 +111,8 @@ class NoMatchProbe final : public routing::PrefixProbe {
   routing::PrefixMatch match(const fleet::ReplicaState&) const override { return {}; }
 };
 
-// One prefix-cache decision (blended with load-balance, as by default) on 8 replicas for a
-// prompt of 100 blocks that no replica is known to hold: Arg 0 with homes off (load decides),
-// Arg 1 with them on (the rendezvous ranking of the candidates). ns/op and allocs/op.
-void BM_PrefixRouteUnknown8(benchmark::State& state) {
+// A fleet of one model ("m") on 8 replicas, routed by prefix-cache.
+std::shared_ptr<const fleet::FleetSnapshot> eightReplicas() {
   fleet::ModelSpec model;
   model.name = "m";
   for (int i = 0; i < 8; ++i) {
@@ -120,7 +120,14 @@ void BM_PrefixRouteUnknown8(benchmark::State& state) {
   }
   fleet::FleetRegistry registry;
   registry.apply({model}, kNsPerSec, "prefix-cache");
-  const auto snapshot = registry.latest();
+  return registry.latest();
+}
+
+// One prefix-cache decision (blended with load-balance, as by default) on 8 replicas for a
+// prompt of 100 blocks that no replica is known to hold: Arg 0 with homes off (load decides),
+// Arg 1 with them on (the rendezvous ranking of the candidates). ns/op and allocs/op.
+void BM_PrefixRouteUnknown8(benchmark::State& state) {
+  const auto snapshot = eightReplicas();
   const fleet::ModelEntry& entry = snapshot->models[0];
   for (int i = 0; i < 8; ++i) entry.replicas[i].state->counters().running.store(i % 3);
   NoMatchProbe probe;
@@ -143,6 +150,44 @@ void BM_PrefixRouteUnknown8(benchmark::State& state) {
   allocs.report(state);
 }
 BENCHMARK(BM_PrefixRouteUnknown8)->Arg(0)->Arg(1);
+
+// The approximate index's upkeep per routed request of 4 KiB (64 blocks), in all of a gateway's
+// workers together: the routing worker's insert and, with Arg(0) workers sharing
+// (routing.prefix_cache.share_between_workers), its copy of the chain into the others' rings and
+// their inserts of it. Arg 1 is one worker (nothing shared). Requests are routed by the workers
+// in turn, to 8 replicas in turn. ns/op and allocs/op.
+void BM_PrefixIndexUpkeepPerRequest(benchmark::State& state) {
+  const int workers = static_cast<int>(state.range(0));
+  const auto snapshot = eightReplicas();
+  std::unique_ptr<fleet::kv_index::RoutedChainExchange> exchange;
+  if (workers > 1) {
+    exchange = std::make_unique<fleet::kv_index::RoutedChainExchange>(
+        workers, fleet::kv_index::RoutedChainExchange::defaultRingWords(workers));
+  }
+  const fleet::kv_index::PrefixCacheParams params;
+  std::vector<std::unique_ptr<gateway::PrefixStage>> stages;
+  for (int w = 0; w < workers; ++w) {
+    stages.push_back(std::make_unique<gateway::PrefixStage>(params, nullptr, exchange.get(), w));
+  }
+  std::vector<std::vector<uint64_t>> chains;
+  for (int c = 0; c < 64; ++c) {
+    chains.push_back(fleet::kv_index::hashPromptBlocks(promptOf(4096) + std::to_string(c), 16));
+  }
+  auto routeOne = [&](uint64_t n) {
+    const auto& chain = chains[n % chains.size()];
+    gateway::PrefixStage& stage = *stages[n % stages.size()];
+    stage.onRouted(*snapshot, snapshot->models[0], static_cast<int>(n % 8), chain);
+    for (const auto& other : stages) {
+      if (other.get() != &stage) other->absorbShared();
+    }
+  };
+  for (uint64_t n = 0; n < 1024; ++n) routeOne(n);  // size every table once
+  bench::AllocCounter allocs;
+  uint64_t n = 0;
+  for (auto _ : state) routeOne(n++);
+  allocs.report(state);
+}
+BENCHMARK(BM_PrefixIndexUpkeepPerRequest)->Arg(1)->Arg(2)->Arg(4)->Arg(8);
 
 }  // namespace
 }  // namespace switchyard

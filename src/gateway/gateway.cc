@@ -122,9 +122,10 @@ class ControlPlane {
     fleet_plane_ = std::make_unique<FleetPlane>(io_, registry_, *shared_backend_, config_,
                                                 [this] { onFleetChange(); });
     // Precise prefix-cache routing: the KV-event subscriber and the exact index workers read.
-    kv_events_ = std::make_unique<KvEventsPlane>(config_.prefix_cache);
+    kv_events_ = std::make_unique<KvEventsPlane>(config_.prefix_cache, worker_count);
     kv_events_->sync(*registry_.latest());
     directory_.exact_index = kv_events_->hub();
+    directory_.chain_exchange = kv_events_->chainExchange();
     for (int i = 0; i < worker_count; ++i) {
       workers_.push_back(std::make_unique<Worker>(i, config_, registry_, listen,
                                                   observe_->worker(i), *shared_backend_,

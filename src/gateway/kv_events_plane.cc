@@ -40,7 +40,12 @@ std::vector<KvEventTarget> kvEventTargets(const fleet::FleetSnapshot& snapshot,
   return targets;
 }
 
-KvEventsPlane::KvEventsPlane(const fleet::kv_index::PrefixCacheParams& params) : params_(params) {
+KvEventsPlane::KvEventsPlane(const fleet::kv_index::PrefixCacheParams& params, int workers)
+    : params_(params) {
+  if (workers >= 2 && params_.share_between_workers) {
+    exchange_ = std::make_unique<fleet::kv_index::RoutedChainExchange>(
+        workers, fleet::kv_index::RoutedChainExchange::defaultRingWords(workers));
+  }
   if (params_.mode == PrefixCacheMode::kApproximate) return;
   fleet::kv_index::KvSubscriberOptions options;
   options.block_tokens = params_.block_tokens;
@@ -58,7 +63,20 @@ void KvEventsPlane::sync(const fleet::FleetSnapshot& snapshot) {
 }
 
 void KvEventsPlane::appendMetrics(std::string& out) const {
+  if (exchange_) appendChainExchangeMetrics(out, *exchange_);
   if (subscriber_) appendKvEventMetrics(out, *subscriber_);
+}
+
+void appendChainExchangeMetrics(std::string& out,
+                                const fleet::kv_index::RoutedChainExchange& exchange) {
+  observe::appendHeader(out, "switchyard_prefix_index_shared_total", "counter",
+                        "Routed prompts one worker passed to another's approximate prefix index.");
+  observe::appendSample(out, "switchyard_prefix_index_shared_total", {},
+                        static_cast<double>(exchange.published()));
+  observe::appendHeader(out, "switchyard_prefix_index_share_dropped_total", "counter",
+                        "Routed prompts not passed to another worker: its inbound ring was full.");
+  observe::appendSample(out, "switchyard_prefix_index_share_dropped_total", {},
+                        static_cast<double>(exchange.dropped()));
 }
 
 void appendKvEventMetrics(std::string& out, const fleet::kv_index::KvEventSubscriber& subscriber) {

@@ -7,10 +7,13 @@
 namespace switchyard::gateway {
 
 PrefixStage::PrefixStage(const fleet::kv_index::PrefixCacheParams& params,
-                         const fleet::kv_index::ExactIndexHub* exact)
+                         const fleet::kv_index::ExactIndexHub* exact,
+                         fleet::kv_index::RoutedChainExchange* exchange, int worker)
     : params_(params),
       hasher_(params.block_tokens, params.hash_seed),
-      exact_(params.mode == fleet::kv_index::PrefixCacheMode::kApproximate ? nullptr : exact) {}
+      exact_(params.mode == fleet::kv_index::PrefixCacheMode::kApproximate ? nullptr : exact),
+      exchange_(exchange),
+      worker_(worker) {}
 
 bool PrefixStage::capture(const routing::StrategySpec& spec, std::vector<uint64_t>& blocks) const {
   blocks.clear();
@@ -40,7 +43,18 @@ double PrefixStage::Probe::homeWeight(std::string_view model,
   return stage_->kvBlocksOf(model, replica);
 }
 
+size_t PrefixStage::absorbShared() {
+  if (exchange_ == nullptr) return 0;
+  return exchange_->drain(worker_, [this](const fleet::kv_index::RoutedChainExchange::Routed& r) {
+    // A decision on an older fleet than this worker's may name a replica since removed (its
+    // address possibly reused): skip it. A newer one names a live replica.
+    if (r.fleet_version < snapshot_version_) return;
+    index_.insert(r.replica, r.chain, r.capacity_blocks);
+  });
+}
+
 PrefixStage::Probe PrefixStage::probe(std::span<const uint64_t> blocks) {
+  if (!blocks.empty()) absorbShared();
   Probe probe;
   probe.stage_ = this;
   probe.index_ = &index_;
@@ -76,7 +90,11 @@ void PrefixStage::onRouted(const fleet::FleetSnapshot& snapshot, const fleet::Mo
     return;
   }
   const fleet::ReplicaEntry& replica = model.replicas[static_cast<size_t>(chosen)];
-  index_.insert(replica.state.get(), blocks, kvBlocksOf(model.name, replica));
+  const uint32_t bound = kvBlocksOf(model.name, replica);
+  index_.insert(replica.state.get(), blocks, bound);
+  if (exchange_ != nullptr) {
+    exchange_->publish(worker_, {replica.state.get(), snapshot.version, bound, blocks});
+  }
 }
 
 uint32_t PrefixStage::kvBlocksOf(std::string_view model, const fleet::ReplicaEntry& replica) {

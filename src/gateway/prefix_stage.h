@@ -3,7 +3,9 @@
 // keeps the worker's index of what each replica has probably cached, hands the router a probe
 // for one request, and records the chain for the replica a request was routed to.
 //
-// One per worker thread, owned by Worker::Impl; not thread-safe. Requests of one worker
+// One per worker thread, owned by Worker::Impl; not thread-safe except through the gateway's
+// RoutedChainExchange, which carries each worker's routed chains to the others' indexes
+// (fleet/kv_index/chain_exchange.h). Requests of one worker
 // interleave at co_await points, so a request keeps its own copy of its chain (capture()) taken
 // before its first co_await after inspection. No allocation per request once warm (the copy
 // reuses the connection's buffer; the index's tables are sized once per replica).
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "fleet/fleet_snapshot.h"
+#include "fleet/kv_index/chain_exchange.h"
 #include "fleet/kv_index/exact_index.h"
 #include "fleet/kv_index/prefix_cache_config.h"
 #include "fleet/kv_index/prefix_index.h"
@@ -26,9 +29,12 @@ namespace switchyard::gateway {
 
 class PrefixStage {
  public:
-  // `exact`: the hub of the exact index (KV events; null: approximate only).
+  // `exact`: the hub of the exact index (KV events; null: approximate only). `exchange`: where
+  // worker `worker` tells the gateway's other workers what it routed, and hears what they did
+  // (null: one worker, or sharing off).
   explicit PrefixStage(const fleet::kv_index::PrefixCacheParams& params,
-                       const fleet::kv_index::ExactIndexHub* exact = nullptr);
+                       const fleet::kv_index::ExactIndexHub* exact = nullptr,
+                       fleet::kv_index::RoutedChainExchange* exchange = nullptr, int worker = 0);
 
   // Where the request inspector sends prompt text.
   api::PromptTextSink* sink() { return &hasher_; }
@@ -54,8 +60,13 @@ class PrefixStage {
     fleet::kv_index::PrefixCacheMode mode_ = fleet::kv_index::PrefixCacheMode::kAuto;
     std::span<const uint64_t> blocks_;
   };
-  // Takes the exact index's latest snapshot (an atomic load; a refcount when it changed).
+  // Takes the exact index's latest snapshot (an atomic load; a refcount when it changed). For a
+  // chain (a request routed by prefix-cache), first learns what the other workers routed.
   Probe probe(std::span<const uint64_t> blocks);
+
+  // Inserts what the gateway's other workers routed since the last call (also called once a
+  // second, so that a worker that routes nothing keeps its rings drained). Returns the count.
+  size_t absorbShared();
 
   // The request was routed to `model.replicas[chosen]`: it will cache the chain there. When
   // `snapshot` is newer than the last one seen, replicas no longer in it are forgotten first (an
@@ -74,6 +85,8 @@ class PrefixStage {
   fleet::kv_index::PromptBlockHasher hasher_;
   fleet::kv_index::PrefixIndex index_;
   fleet::kv_index::ExactIndexCache exact_;
+  fleet::kv_index::RoutedChainExchange* exchange_;
+  int worker_;
   // Per replica: its index's bound, and the engine-reported KV size it was derived from (0:
   // none), so a size reported later re-derives it.
   struct KvBound {

@@ -30,6 +30,7 @@
 
 namespace switchyard::fleet::kv_index {
 class ExactIndexHub;
+class RoutedChainExchange;
 }  // namespace switchyard::fleet::kv_index
 
 namespace switchyard::gateway {
@@ -43,6 +44,8 @@ struct WorkerDirectory {
   std::vector<RequestQueue*> queues;
   // Precise prefix-cache routing's exact index (gateway/kv_events_plane.h); null: none.
   const fleet::kv_index::ExactIndexHub* exact_index = nullptr;
+  // What the workers routed, for each other's approximate prefix indexes; null: not shared.
+  fleet::kv_index::RoutedChainExchange* chain_exchange = nullptr;
 };
 
 class RequestQueue {

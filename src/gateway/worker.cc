@@ -50,7 +50,7 @@ Worker::Impl::Impl(int index_in, const GatewayConfig& config_in,
       snapshots(registry),
       pool(config_in.timeouts.upstream_pool_idle, config_in.upstream_idle_per_replica),
       retry_budget(config_in.retry.budget_ratio, config_in.retry.budget_min_per_second),
-      prefix(config_in.prefix_cache, directory.exact_index),
+      prefix(config_in.prefix_cache, directory.exact_index, directory.chain_exchange, index_in),
       rng(0x5EED0000u + static_cast<uint64_t>(index_in) * 7919u +
           static_cast<uint64_t>(SteadyClock::instance().now())),
       sweep_timer(io),
@@ -90,6 +90,7 @@ asio::awaitable<void> Worker::Impl::sweepLoop() {
     if (ec) co_return;
     pool.sweep(now());
     admission.sweepIdleSlots();
+    prefix.absorbShared();
   }
 }
 

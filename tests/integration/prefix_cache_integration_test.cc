@@ -126,3 +126,49 @@ TEST_F(PrefixCacheGatewayTest, GatewaysThatLearnApartPlaceAnUnknownPrefixAlike) 
 
 }  // namespace
 }  // namespace switchyard::testing
+
+namespace switchyard::testing {
+namespace {
+
+// One gateway with two workers; every request opens a new connection, so the kernel spreads a
+// conversation's turns over both. Each turn after the first still goes where the history is
+// cached and matches there: the worker that routed a turn told the other
+// (routing.prefix_cache.share_between_workers). The prompts are shorter than home_min_tokens, so
+// homes do not place them.
+TEST_F(PrefixCacheGatewayTest, TwoWorkersLearnFromEachOthersRouting) {
+  const TempFile config(
+      "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nworkers: 2\n"
+      "models:\n  - name: llama2-7b\n    routing_strategy: prefix-cache\n    replicas:\n" +
+          replicaLine(engines_[0]->port(), "L20") + replicaLine(engines_[1]->port(), "A10") +
+          replicaLine(engines_[2]->port(), "A10"),
+      ".yaml");
+  const Process gateway({"gateway", "--config", config.path()});
+  ASSERT_NE(gateway.port(1), 0);
+  for (int conversation = 1; conversation <= 4; ++conversation) {
+    std::string history =
+        "{\"role\":\"system\",\"content\":\"" + text(150, 200 + conversation) + "\"}";
+    std::string pod;
+    for (int turn = 0; turn < 5; ++turn) {
+      history += ",{\"role\":\"user\",\"content\":\"" +
+                 text(20, 300 + conversation * 10 + turn) + "\"}";
+      const HttpResult r = chat(history, &gateway);
+      ASSERT_EQ(r.status, 200) << r.body;
+      const std::string decision = r.header("x-switchyard-decision");
+      EXPECT_EQ(decision.find("(home)"), std::string::npos) << decision;
+      if (turn == 0) {
+        pod = r.header("target-pod");
+      } else {
+        EXPECT_EQ(r.header("target-pod"), pod) << "turn " << turn << ": " << decision;
+        EXPECT_EQ(decision.find(pod + ":0"), std::string::npos) << decision;  // matched there
+      }
+      history += ",{\"role\":\"assistant\",\"content\":\"" +
+                 text(10, 400 + conversation * 10 + turn) + "\"}";
+    }
+  }
+  const std::string metrics = httpRequest(gateway.port(1), "GET", "/metrics").body;
+  EXPECT_GE(metricSample(metrics, "switchyard_prefix_index_shared_total"), 16) << metrics;
+  EXPECT_EQ(metricSample(metrics, "switchyard_prefix_index_share_dropped_total"), 0);
+}
+
+}  // namespace
+}  // namespace switchyard::testing

@@ -67,6 +67,10 @@ void parsePrefixCache(const YAML::Node& node, const std::string& where, PrefixCa
                throw ConfigError(k + ": must be auto, approximate or precise", lineOf(v));
              }
            }},
+          {"share_between_workers",
+           [&](const auto& v, const auto& k) {
+             params.share_between_workers = scalar<bool>(v, k);
+           }},
           {"resync_seconds",
            [&](const auto& v, const auto& k) { params.resync_seconds = number(v, k, 0, 86400); }},
       });

@@ -35,6 +35,9 @@ struct PrefixCacheParams {
   // and where load places it the fleet stays balanced (chats' first turns).
   uint32_t home_min_tokens = 1536;
   PrefixCacheMode mode = PrefixCacheMode::kAuto;
+  // A gateway's workers tell each other where they routed each prompt, so every worker's
+  // approximate index learns from all of the gateway's traffic (chain_exchange.h). At start.
+  bool share_between_workers = true;
   // After KV events were lost beyond repair, a replica routes approximately for this long while
   // fresh events rebuild its exact index.
   double resync_seconds = 10;

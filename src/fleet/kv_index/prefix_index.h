@@ -1,5 +1,6 @@
-// PrefixIndex: which prompt-block chains each replica has probably cached, learned from this
-// gateway worker's own routing (approximate prefix-cache routing; docs/routing.md).
+// PrefixIndex: which prompt-block chains each replica has probably cached, learned from the
+// gateway's routing (approximate prefix-cache routing; docs/routing.md): this worker's own, and
+// the other workers' through the RoutedChainExchange (chain_exchange.h).
 //
 // A chain is inserted for the replica a request is routed to. Each replica's set is bounded by
 // its KV cache in blocks (the engine can hold no more) and ages like an LRU, approximated by two
@@ -9,7 +10,7 @@
 // bound and a chain not used for about a bound's worth of insertions is forgotten, as the engine
 // would evict it under KV pressure.
 //
-// Per worker, shared nothing: one index per worker thread, no locks. Tables are open-addressing
+// One index per worker thread, no locks (what other workers routed arrives as messages). Tables are open-addressing
 // arrays sized once per replica (the first time the replica is routed to, or when its bound
 // changes); after that lookups and inserts allocate nothing. Cost: one probe per block looked up
 // (a lookup stops at the first miss) or inserted.
