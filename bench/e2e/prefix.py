@@ -66,7 +66,9 @@ LLMD_USERS = int(os.environ.get("PREFIX_LLMD_USERS", "2"))
 # llm-d's runs offer a fixed rate; > 0: Poisson arrivals at this many requests/s (each from a
 # random user of a random group), instead of the closed loop of users thinking 0.2-1 s.
 LLMD_RATE = float(os.environ.get("PREFIX_LLMD_RATE", "0"))
-# Gateway workers: each learns its own index (docs/routing.md), so more workers see less.
+# Gateway workers: each keeps its own index and they pass each other what they route
+# (docs/routing.md, "What the workers share"; PREFIX_CACHE_KEYS="share_between_workers: false"
+# to compare).
 WORKERS = int(os.environ.get("PREFIX_WORKERS", "1"))
 # Gateways (separate processes, no shared state): each request goes to one of them at random, as
 # behind a front load balancer. Each learns its own approximate index and its own session pins;
