@@ -49,7 +49,7 @@ size_t PrefixStage::absorbShared() {
     // A decision on an older fleet than this worker's may name a replica since removed (its
     // address possibly reused): skip it. A newer one names a live replica.
     if (r.fleet_version < snapshot_version_) return;
-    index_.insert(r.replica, r.chain, r.capacity_blocks);
+    index_.insertKeepingBound(r.replica, r.chain, r.capacity_blocks);
   });
 }
 

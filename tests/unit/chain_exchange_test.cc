@@ -215,6 +215,21 @@ TEST_F(SharedPrefixStageTest, WhatWasRoutedOnAnOlderFleetIsNotLearned) {
   EXPECT_EQ(matchOn(second, 1), chain_.size());
 }
 
+// A bound another worker derived at another moment (the engine's reported KV size changed in
+// between) does not resize, and so forget, this worker's set for the replica.
+TEST_F(SharedPrefixStageTest, WhatAnotherWorkerSaysKeepsThisWorkersBound) {
+  fleet::kv_index::PrefixIndex index;
+  int replica = 0;
+  index.insert(&replica, chain_, 1000);
+  index.insertKeepingBound(&replica, chainOf(1, 3), 5000);
+  EXPECT_EQ(index.capacityOf(&replica), 1000u);
+  EXPECT_EQ(index.match(&replica, chain_), chain_.size());  // not forgotten
+  int other = 0;
+  index.insertKeepingBound(&other, chain_, 5000);  // a replica not known yet takes the bound
+  EXPECT_EQ(index.capacityOf(&other), 5000u);
+  EXPECT_EQ(index.capacityOf(nullptr), 0u);
+}
+
 TEST_F(SharedPrefixStageTest, ItsCountersAreMetrics) {
   int replica = 0;
   exchange_.publish(0, {&replica, 1, 8, chain_});

@@ -90,6 +90,18 @@ void PrefixIndex::insert(const void* replica, std::span<const uint64_t> chain,
   set->insert(chain);
 }
 
+void PrefixIndex::insertKeepingBound(const void* replica, std::span<const uint64_t> chain,
+                                     uint32_t capacity_blocks) {
+  std::unique_ptr<ReplicaBlockSet>& set = sets_[replica];
+  if (!set) set = std::make_unique<ReplicaBlockSet>(capacity_blocks);
+  set->insert(chain);
+}
+
+uint32_t PrefixIndex::capacityOf(const void* replica) const {
+  const auto it = sets_.find(replica);
+  return it == sets_.end() ? 0 : it->second->capacityBlocks();
+}
+
 void PrefixIndex::retain(std::span<const void* const> live) {
   const std::unordered_set<const void*> keep(live.begin(), live.end());
   std::erase_if(sets_, [&](const auto& entry) { return !keep.contains(entry.first); });

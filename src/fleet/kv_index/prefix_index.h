@@ -61,6 +61,12 @@ class PrefixIndex {
   // Records that `replica` will cache `chain`; `capacity_blocks` bounds its set (a change
   // resizes the set and forgets it).
   void insert(const void* replica, std::span<const uint64_t> chain, uint32_t capacity_blocks);
+  // As insert(), but a replica already known keeps its bound: what another worker routed (its
+  // bound derived at another moment) never resizes and so forgets this worker's set.
+  void insertKeepingBound(const void* replica, std::span<const uint64_t> chain,
+                          uint32_t capacity_blocks);
+  // The replica's bound; 0 when nothing is known of it.
+  uint32_t capacityOf(const void* replica) const;
   // Forgets replicas not in `live` (called when the fleet snapshot changes, off the hot path).
   void retain(std::span<const void* const> live);
   size_t replicas() const { return sets_.size(); }
