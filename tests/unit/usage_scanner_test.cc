@@ -71,6 +71,21 @@ TEST(UsageScannerTest, EverySplitGivesTheSameAnswer) {
   EXPECT_TRUE(bytewise.sawDone());
 }
 
+// Strings are skipped eight bytes at a time: a quote or backslash at any offset of a word, and
+// high bytes (UTF-8) around them, end or escape the string where they are.
+TEST(UsageScannerTest, QuotesAndEscapesAtEveryOffsetOfALongString) {
+  for (size_t at = 0; at < 24; ++at) {
+    std::string content(at, 'x');
+    content += "\\\"completion_tokens:99 \xc3\xa9\xe2\x82\xac \\\\";  // one escaped quote
+    content += std::string(at % 9, 'y');
+    const std::string body = R"({"choices":[{"message":{"content":")" + content +
+                             R"("}}],"usage":{"prompt_tokens":3,"completion_tokens":7}})";
+    UsageScanner s = scanWhole(body, UsageScanner::Mode::kJson);
+    EXPECT_EQ(s.completionTokens(), 7) << at;
+    EXPECT_EQ(s.promptTokens(), 3) << at;
+  }
+}
+
 TEST(UsageScannerTest, CrlfLineEndings) {
   std::string crlf;
   for (char c : kChatStream) {
