@@ -155,7 +155,7 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
   observer.appendUpstreamHeaders(conn.observed, head);
   head.append("\r\n");
 
-  UpstreamPool::Stream upstream = pool.take(replica.get(), now());
+  UpstreamPool::Stream upstream = pool.take(replica.get(), started);
   // Watches the client for the whole exchange: one arming per request, its wait started once
   // the request has lasted kPeerWatchDelay.
   const switchyard::http::PeerWatchScope watching(
@@ -356,7 +356,7 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
   } else {
     replica->recordSuccess();  // 4xx are the request's fault, not the replica's
   }
-  if (parser->keep_alive()) pool.give(replica, std::move(upstream), now());
+  if (parser->keep_alive()) pool.give(replica, std::move(upstream), finished);
   co_return ForwardResult::kDone;
 }
 

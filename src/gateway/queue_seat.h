@@ -19,6 +19,8 @@ class QueueSeat {
 
   // Leaves the queue (once) and observes the wait. A request admitted on a replica leaves before
   // it is forwarded: the requests behind it must not wait for its answer.
+  // Whether it is in the queue (release() does something).
+  bool queued() const { return waiter_.queue != nullptr; }
   void release(TimeNs now) {
     if (waiter_.queue == nullptr) return;
     waited_ = now - waiter_.enqueued_at;

@@ -156,8 +156,9 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn, Request& req, 
   }
   plan.deadline_at = admission::deadlineAt(plan.arrived, deadline.remaining, model->admission);
 
-  // Admission before routing.
-  if (std::optional<Refusal> refused = admission.beforeRouting(*model, now())) {
+  // Admission before routing. The clock is read again only after a wait (a co_await).
+  TimeNs clock = plan.arrived;
+  if (std::optional<Refusal> refused = admission.beforeRouting(*model, clock)) {
     co_return co_await sendRefusal(conn, *refused, request_id, keep_alive);
   }
 
@@ -178,11 +179,12 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn, Request& req, 
     if (std::optional<Refusal> refused = co_await auth.beforeRouting(
             conn.auth, *model,
             plan.prompt_estimate + static_cast<int64_t>(plan.output_estimate),
-            admission.sharesLimits(*model), now())) {
+            admission.sharesLimits(*model), clock)) {
       co_return co_await sendRefusal(conn, *refused, request_id, keep_alive);
     }
+    clock = now();
   }
-  plan.route = routing::RouteRequest{&plan.spec, now(), {}, {}};
+  plan.route = routing::RouteRequest{&plan.spec, clock, {}, {}};
   plan.route.shape.prompt_tokens = static_cast<double>(plan.prompt_estimate);
   plan.route.shape.max_tokens = static_cast<double>(info.max_tokens);
 
@@ -222,7 +224,7 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn, Request& req, 
     if (!behind_others) {
       outcome = co_await attempt(conn, req, *snapshot, *model, plan, refusal);
       if (outcome != AttemptOutcome::kSaturated && outcome != AttemptOutcome::kHeld) {
-        seat.release(now());
+        if (seat.queued()) seat.release(now());
         noteAdmission(conn, plan, seat.waited(), refusal);
         switch (outcome) {
           case AttemptOutcome::kAnswered:
@@ -297,16 +299,17 @@ asio::awaitable<AttemptOutcome> Worker::Impl::attempt(ClientConnection& conn, Re
                                                       std::optional<Refusal>& refusal) {
   const int max_attempts = std::min(config.retry.max_attempts, kMaxAttempts);
   const bool deadline_aware = admission::deadlineAware(model.admission, plan.deadline_at);
-  plan.route.now = now();
   const PrefixStage::Probe prefix_probe = prefix.probe(conn.prompt_blocks);
   const bool prefix_routing = plan.prefix;
   plan.route.prefix = prefix_routing ? &prefix_probe : nullptr;
   while (plan.attempts < max_attempts) {
     plan.route.tried = std::span<const int>(plan.tried.data(), plan.tried_count);
     const TimeNs routing_started = now();
+    plan.route.now = routing_started;
     const routing::Decision decision = routing::route(snapshot, model, plan.route, rng, scratch);
     if (prefix_routing) prefix.onRouted(snapshot, model, decision.chosen, conn.prompt_blocks);
-    observer.onDecision(conn.observed, decision, routing_started, now());
+    const TimeNs decided_at = now();
+    observer.onDecision(conn.observed, decision, routing_started, decided_at);
     if (decision.hold) co_return AttemptOutcome::kHeld;
     if (decision.chosen < 0) {
       // Replicas lost to an admission race are at their limit too (set aside as "tried").
@@ -363,7 +366,7 @@ asio::awaitable<AttemptOutcome> Worker::Impl::attempt(ClientConnection& conn, Re
 
     // Admitted: a queued request gives up its place now, not when its answer ends.
     plan.inflight = shared_admission.how();
-    if (plan.seat != nullptr) plan.seat->release(now());
+    if (plan.seat != nullptr && plan.seat->queued()) plan.seat->release(now());
 
     // Forward. A failed attempt can be retried only if another replica is left and the budget
     // allows; otherwise the upstream's own error answer goes to the client.

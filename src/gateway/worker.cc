@@ -204,8 +204,11 @@ asio::awaitable<void> Worker::Impl::serve(tcp::socket socket) {
     bool keep_alive = false;
     auth.begin(conn.auth);
     try {
-      // The source address's request rate, before any key is looked at.
-      if (const TimeNs wait = limits.admitRequest(conn.client_slot, now()); wait > 0) {
+      // The source address's request rate, before any key is looked at (an untracked address
+      // has none: no clock read).
+      const TimeNs wait =
+          conn.client_slot >= 0 ? limits.admitRequest(conn.client_slot, now()) : 0;
+      if (wait > 0) {
         keep_alive = co_await sendRefusal(
             conn,
             Refusal::limited(observe::LimitKind::kOther, "client_rate_limit_exceeded",
