@@ -253,14 +253,21 @@ asio::awaitable<bool> Worker::Impl::handle(ClientConnection& conn, Request& req)
   const bool keep_alive = req.keep_alive() && !stopping.load(std::memory_order_relaxed);
   std::string_view target = req.target();
   const std::string_view path = target.substr(0, target.find('?'));
+  // Only what outlives this call reaches the returned awaitable: the connection and request
+  // (the caller's), and values copied into the callee's frame.
   if (const api::ApiEndpoint endpoint = api::classifyEndpoint(path);
-      endpoint != api::ApiEndpoint::kNone) {
-    if (req.method() != http::verb::post) {
-      co_return co_await sendError(conn, 405, "use POST for this endpoint",
-                                   "invalid_request_error", "method_not_allowed", "", "",
-                                   keep_alive);
-    }
-    co_return co_await proxy(conn, req, keep_alive, {}, endpoint);
+      endpoint != api::ApiEndpoint::kNone && req.method() == http::verb::post) {
+    return proxy(conn, req, keep_alive, {}, endpoint);
+  }
+  return handleOther(conn, req, keep_alive, path);
+}
+
+asio::awaitable<bool> Worker::Impl::handleOther(ClientConnection& conn, Request& req,
+                                                bool keep_alive, std::string_view path) {
+  if (api::classifyEndpoint(path) != api::ApiEndpoint::kNone) {
+    co_return co_await sendError(conn, 405, "use POST for this endpoint",
+                                 "invalid_request_error", "method_not_allowed", "", "",
+                                 keep_alive);
   }
   if (const JobPath job = config.async_jobs.enabled
                               ? classifyJobPath(path, req.method() == http::verb::post)

@@ -229,7 +229,11 @@ struct Worker::Impl {
   // The TLS handshake of a new connection (timeout: client_header). False: close it.
   asio::awaitable<bool> handshake(ClientConnection& conn);
   asio::awaitable<void> lingerAndClose(ClientConnection& conn);
+  // Not a coroutine: an inference request goes straight to proxy()'s frame (one frame less per
+  // request); everything else to handleOther().
   asio::awaitable<bool> handle(ClientConnection& conn, Request& req);
+  asio::awaitable<bool> handleOther(ClientConnection& conn, Request& req, bool keep_alive,
+                                    std::string_view path);
 
   // request_pipeline.cc: one proxied request, from identification to the last attempt.
   asio::awaitable<bool> proxy(ClientConnection& conn, Request& req, bool keep_alive, JobPath job,
