@@ -1,9 +1,10 @@
 // KvEventsPlane: what a gateway's workers share for prefix-cache routing (docs/routing.md): for
-// precise routing, the exact index built from the engines' KV events; for approximate routing,
-// the exchange through which the workers tell each other where they routed each prompt. Finds the replicas that announce KV-event endpoints (labels
-// `kv_events: tcp://…` and optionally `kv_events_replay: tcp://…`), keeps the subscriber's set of
-// subscriptions in step with the fleet, owns the hub that publishes the exact index to the
-// workers, and renders the subscription's metrics.
+// precise routing, the exact index built from the engines' KV events; for approximate routing, the
+// exchange through which the workers tell each other where they routed each prompt. Finds the
+// replicas that announce KV-event endpoints (labels `kv_events: tcp://…` and optionally
+// `kv_events_replay: tcp://…`), keeps the subscriber's set of subscriptions in step with the fleet,
+// owns the hub that publishes the exact index to the workers, and renders the subscription's
+// metrics.
 //
 // Control thread: sync() after every fleet change, appendMetrics() from /metrics. The subscriber
 // runs on its own thread (fleet/kv_index/kv_event_subscriber.h).

@@ -40,7 +40,9 @@ class RoutedChainExchange {
   RoutedChainExchange(const RoutedChainExchange&) = delete;
   RoutedChainExchange& operator=(const RoutedChainExchange&) = delete;
 
-  // The default ring size for `workers`: about 1 MiB inbound per worker, split over its senders.
+  // The default ring size for `workers`: 2^17 words inbound per worker split over its senders,
+  // rounded down to a power of two, within 4 Ki..64 Ki words per ring (inbound per worker:
+  // 512 KiB with two workers, 512 KiB to 1 MiB with 3..33, 32 KiB per sender beyond).
   static size_t defaultRingWords(int workers);
 
   int workers() const { return workers_; }

@@ -10,10 +10,10 @@
 // bound and a chain not used for about a bound's worth of insertions is forgotten, as the engine
 // would evict it under KV pressure.
 //
-// One index per worker thread, no locks (what other workers routed arrives as messages). Tables are open-addressing
-// arrays sized once per replica (the first time the replica is routed to, or when its bound
-// changes); after that lookups and inserts allocate nothing. Cost: one probe per block looked up
-// (a lookup stops at the first miss) or inserted.
+// One index per worker thread, no locks (what other workers routed arrives as messages). Tables are
+// open-addressing arrays sized once per replica (the first time the replica is routed to, or when
+// its bound changes); after that lookups and inserts allocate nothing. Cost: one probe per block
+// looked up (a lookup stops at the first miss) or inserted.
 #pragma once
 
 #include <cstdint>
