@@ -66,22 +66,10 @@ bool RoutedChainExchange::Ring::push(uint64_t mask, const Routed& routed) {
   return true;
 }
 
-uint64_t RoutedChainExchange::published() const {
-  uint64_t total = 0;
-  for (int i = 0; i < workers_; ++i) total += stats_[i].published.load(std::memory_order_relaxed);
-  return total;
-}
-
-uint64_t RoutedChainExchange::dropped() const {
-  uint64_t total = 0;
-  for (int i = 0; i < workers_; ++i) total += stats_[i].dropped.load(std::memory_order_relaxed);
-  return total;
-}
-
-uint64_t RoutedChainExchange::truncated() const {
-  uint64_t total = 0;
-  for (int i = 0; i < workers_; ++i) total += stats_[i].truncated.load(std::memory_order_relaxed);
-  return total;
+uint64_t RoutedChainExchange::total(std::atomic<uint64_t> SenderStats::*counter) const {
+  uint64_t sum = 0;
+  for (int i = 0; i < workers_; ++i) sum += (stats_[i].*counter).load(std::memory_order_relaxed);
+  return sum;
 }
 
 }  // namespace switchyard::fleet::kv_index

@@ -64,9 +64,10 @@ class RoutedChainExchange {
   }
 
   // Totals over all workers (relaxed reads, for metrics).
-  uint64_t published() const;  // messages written into a ring (one per receiving worker)
-  uint64_t dropped() const;    // messages a full ring had no room for
-  uint64_t truncated() const;  // chains cut to a quarter of a ring
+  // Messages written into a ring (one per receiving worker).
+  uint64_t published() const { return total(&SenderStats::published); }
+  uint64_t dropped() const { return total(&SenderStats::dropped); }  // a full ring had no room
+  uint64_t truncated() const { return total(&SenderStats::truncated); }  // cut to a quarter ring
 
  private:
   struct Ring {
@@ -85,6 +86,7 @@ class RoutedChainExchange {
   };
   static constexpr uint64_t kHeaderWords = 3;  // replica, fleet version, bound << 32 | length
 
+  uint64_t total(std::atomic<uint64_t> SenderStats::*counter) const;
   Ring& ring(int from, int to) { return *rings_[static_cast<size_t>(from * workers_ + to)]; }
 
   int workers_;
