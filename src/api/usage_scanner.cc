@@ -4,31 +4,46 @@
 #include <cstring>
 #include <limits>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace switchyard::api {
 namespace {
 
 constexpr std::string_view kDone = "[DONE]";
 constexpr uint32_t kMaxDataLen = 1u << 20;  // data_len_ saturates here; only "== 6" matters
 
-// The first '"' or '\\' in [p, end), or end. Eight bytes at a time (SWAR): the strings of a
-// streamed chunk are short (ids, keys, a token or two), where two memchr calls per string cost
-// more than the scan itself.
-const char* findQuoteOrBackslash(const char* p, const char* end) {
+// The first byte equal to A or B in [p, end), or end. Sixteen bytes at a time with SSE2 (every
+// x86-64 has it), else eight with SWAR: the strings and lines of a streamed chunk are short (ids,
+// keys, a token or two), where two memchr calls per string or line cost more than the scan.
+template <char A, char B>
+const char* findEither(const char* p, const char* end) {
+#if defined(__SSE2__)
+  const __m128i a = _mm_set1_epi8(A);
+  const __m128i b = _mm_set1_epi8(B);
+  while (end - p >= 16) {
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const int hits = _mm_movemask_epi8(
+        _mm_or_si128(_mm_cmpeq_epi8(bytes, a), _mm_cmpeq_epi8(bytes, b)));
+    if (hits != 0) return p + std::countr_zero(static_cast<unsigned>(hits));
+    p += 16;
+  }
+#endif
   constexpr uint64_t kOnes = 0x0101010101010101ull;
   constexpr uint64_t kHighs = 0x8080808080808080ull;
   static_assert(std::endian::native == std::endian::little, "the first byte is the lowest");
   while (end - p >= 8) {
     uint64_t word;
     std::memcpy(&word, p, 8);
-    const uint64_t quote = word ^ (kOnes * '"');
-    const uint64_t backslash = word ^ (kOnes * '\\');
+    const uint64_t x = word ^ (kOnes * static_cast<uint8_t>(A));
+    const uint64_t y = word ^ (kOnes * static_cast<uint8_t>(B));
     // A byte of `x` is zero iff its high bit is set here (exact for the lowest such byte).
-    const uint64_t hits =
-        ((quote - kOnes) & ~quote & kHighs) | ((backslash - kOnes) & ~backslash & kHighs);
+    const uint64_t hits = ((x - kOnes) & ~x & kHighs) | ((y - kOnes) & ~y & kHighs);
     if (hits != 0) return p + std::countr_zero(hits) / 8;
     p += 8;
   }
-  while (p < end && *p != '"' && *p != '\\') ++p;
+  while (p < end && *p != A && *p != B) ++p;
   return p;
 }
 
@@ -49,9 +64,7 @@ void UsageScanner::feed(std::string_view piece) {
   }
 }
 
-UsageScanner::Key UsageScanner::classifyKey() const {
-  if (key_len_ > kMaxKey) return Key::kNone;
-  std::string_view key(key_, key_len_);
+UsageScanner::Key UsageScanner::classifyKey(std::string_view key) {
   switch (key.size()) {
     case 4:
       return key == "text" ? Key::kText : Key::kNone;
@@ -109,122 +122,133 @@ void UsageScanner::commitDigit(char c) {
   }
 }
 
-void UsageScanner::onJsonByte(char c) {
-  if (in_string_) {
-    if (watch_text_) {
-      watch_text_ = false;
-      if (c != '"') markText();  // first byte of a text value: non-empty unless it closes
-    }
+// Inside a string (in_string_): up to and including its closing quote, or to `end`. Returns
+// where the scan stopped. The string's bytes are looked at only when it closes: a string that
+// opened in this piece is classified where it lies, and only one cut by the piece's end is
+// copied (key_), so most strings cost one SWAR scan.
+const char* UsageScanner::feedString(const char* p, const char* end) {
+  const char* const start = p;
+  const char* close = nullptr;
+  while (p < end) {
     if (escape_) {
       escape_ = false;
-      key_len_ = kMaxKey + 1;  // escaped keys are never the plain ones we look for
-      return;
+      ++p;  // the escaped byte: an escaped key is never one of the plain ones we look for
+      continue;
     }
-    if (c == '\\') {
+    const char* stop = findEither<'"', '\\'>(p, end);
+    if (stop == end) {
+      p = end;
+      break;
+    }
+    if (*stop == '\\') {
       escape_ = true;
       key_len_ = kMaxKey + 1;
-      return;
+      p = stop + 1;
+      continue;
     }
-    if (c == '"') {
-      in_string_ = false;
-      pending_ = classifyKey();
-      return;
-    }
-    if (key_len_ < kMaxKey) {
-      key_[key_len_++] = c;
+    close = stop;
+    break;
+  }
+  const char* const content_end = close != nullptr ? close : end;
+  if (watch_text_ && content_end != start) {
+    watch_text_ = false;  // a text value with at least one byte: this event carries text
+    markText();
+  }
+  const size_t n = static_cast<size_t>(content_end - start);
+  if (close == nullptr) {
+    // Cut by the piece's end: keep what may still be an interesting key.
+    if (key_len_ + n <= kMaxKey) {
+      std::memcpy(key_ + key_len_, start, n);
+      key_len_ = static_cast<uint8_t>(key_len_ + n);
     } else {
       key_len_ = kMaxKey + 1;
     }
-    return;
+    return end;
   }
-
-  if (number_key_ != Key::kNone) {
-    if (c >= '0' && c <= '9') {
-      commitDigit(c);
-      return;
-    }
-    number_key_ = Key::kNone;
+  in_string_ = false;
+  watch_text_ = false;
+  if (key_len_ == 0) {
+    pending_ = n <= kMaxKey ? classifyKey(std::string_view(start, n)) : Key::kNone;
+  } else if (key_len_ + n <= kMaxKey) {
+    std::memcpy(key_ + key_len_, start, n);
+    pending_ = classifyKey(std::string_view(key_, key_len_ + n));
+  } else {
+    pending_ = Key::kNone;
   }
-
-  switch (c) {
-    case ' ':
-    case '\t':
-    case '\n':
-    case '\r':
-      return;  // whitespace between a key, its colon and its value keeps the key state
-    case '"':
-      in_string_ = true;
-      escape_ = false;
-      key_len_ = 0;
-      watch_text_ = active_ == Key::kText;
-      active_ = pending_ = Key::kNone;
-      return;
-    case ':':
-      active_ = pending_;
-      pending_ = Key::kNone;
-      return;
-    case '{':
-      json_started_ = true;
-      ++depth_;
-      if (active_ == Key::kUsage) {
-        usage_depth_ = depth_;
-        saw_usage_ = true;
-      }
-      active_ = pending_ = Key::kNone;
-      return;
-    case '[':
-      json_started_ = true;
-      ++depth_;
-      active_ = pending_ = Key::kNone;
-      return;
-    case '}':
-    case ']':
-      if (depth_ == usage_depth_) usage_depth_ = -1;
-      if (depth_ > 0) --depth_;
-      active_ = pending_ = Key::kNone;
-      return;
-    default:
-      if (c >= '0' && c <= '9' && depth_ == usage_depth_ &&
-          (active_ == Key::kCompletionTokens || active_ == Key::kPromptTokens)) {
-        number_key_ = active_;
-        number_ = 0;
-        commitDigit(c);
-      }
-      active_ = pending_ = Key::kNone;
-      return;
-  }
+  return close + 1;
 }
 
+// Outside strings, byte by byte: the structure (depth, keys and their colons) and the digits of
+// a token count inside "usage".
 void UsageScanner::feedJson(const char* p, const char* end) {
   while (p < end) {
-    if (in_string_ && !escape_) {
-      // Fast path through the bulk of a response, the inside of strings: jump to the next quote
-      // or backslash and handle the plain bytes before it as one span.
-      const char* stop = findQuoteOrBackslash(p, end);
-      size_t n = static_cast<size_t>(stop - p);
-      if (n > 0) {
-        if (watch_text_) {
-          watch_text_ = false;
-          markText();
-        }
-        if (key_len_ + n <= kMaxKey) {
-          std::memcpy(key_ + key_len_, p, n);
-          key_len_ = static_cast<uint8_t>(key_len_ + n);
-        } else {
-          key_len_ = kMaxKey + 1;
-        }
-        p = stop;
-        if (p == end) break;
-      }
+    if (in_string_) {
+      p = feedString(p, end);
+      continue;
     }
-    onJsonByte(*p++);
+    const char c = *p++;
+    if (number_key_ != Key::kNone) {
+      if (c >= '0' && c <= '9') {
+        commitDigit(c);
+        continue;
+      }
+      number_key_ = Key::kNone;
+    }
+    switch (c) {
+      case ' ':
+      case '\t':
+      case '\n':
+      case '\r':
+        break;  // whitespace between a key, its colon and its value keeps the key state
+      case '"':
+        in_string_ = true;
+        escape_ = false;
+        key_len_ = 0;
+        watch_text_ = active_ == Key::kText;
+        active_ = pending_ = Key::kNone;
+        break;
+      case ':':
+        active_ = pending_;
+        pending_ = Key::kNone;
+        break;
+      case '{':
+        json_started_ = true;
+        ++depth_;
+        if (active_ == Key::kUsage) {
+          usage_depth_ = depth_;
+          saw_usage_ = true;
+        }
+        active_ = pending_ = Key::kNone;
+        break;
+      case '[':
+        json_started_ = true;
+        ++depth_;
+        active_ = pending_ = Key::kNone;
+        break;
+      case '}':
+      case ']':
+        if (depth_ == usage_depth_) usage_depth_ = -1;
+        if (depth_ > 0) --depth_;
+        active_ = pending_ = Key::kNone;
+        break;
+      default:
+        if (c >= '0' && c <= '9' && depth_ == usage_depth_ &&
+            (active_ == Key::kCompletionTokens || active_ == Key::kPromptTokens)) {
+          number_key_ = active_;
+          number_ = 0;
+          commitDigit(c);
+        }
+        active_ = pending_ = Key::kNone;
+        break;
+    }
   }
 }
 
 void UsageScanner::endLine() {
   if (line_ == Line::kData || line_ == Line::kValueStart) {
     if (done_match_ == kDone.size() && data_len_ == kDone.size()) saw_done_ = true;
-    onJsonByte('\n');  // SSE joins an event's data lines with '\n'
+    static constexpr char kNewline = '\n';
+    feedJson(&kNewline, &kNewline + 1);  // SSE joins an event's data lines with '\n'
     // A complete JSON value ends the event even if the blank separator line never comes.
     if (json_started_ && depth_ == 0 && !in_string_) endEvent();
   }
@@ -274,10 +298,7 @@ void UsageScanner::feedSse(const char* p, const char* end) {
         }
         [[fallthrough]];
       case Line::kData: {
-        const void* lf = std::memchr(p, '\n', static_cast<size_t>(end - p));
-        const char* stop = lf ? static_cast<const char*>(lf) : end;
-        const void* cr = std::memchr(p, '\r', static_cast<size_t>(stop - p));
-        if (cr) stop = static_cast<const char*>(cr);
+        const char* stop = findEither<'\n', '\r'>(p, end);
         size_t n = static_cast<size_t>(stop - p);
         for (size_t k = 0; k < n && data_len_ + k < kDone.size(); ++k) {
           if (done_match_ == data_len_ + k && p[k] == kDone[data_len_ + k]) ++done_match_;

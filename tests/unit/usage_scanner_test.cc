@@ -71,7 +71,7 @@ TEST(UsageScannerTest, EverySplitGivesTheSameAnswer) {
   EXPECT_TRUE(bytewise.sawDone());
 }
 
-// Strings are skipped eight bytes at a time: a quote or backslash at any offset of a word, and
+// Strings are skipped 16 or 8 bytes at a time: a quote or backslash at any offset of a block, and
 // high bytes (UTF-8) around them, end or escape the string where they are.
 TEST(UsageScannerTest, QuotesAndEscapesAtEveryOffsetOfALongString) {
   for (size_t at = 0; at < 24; ++at) {
