@@ -186,8 +186,12 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
     if (!ec) {
       parser.emplace();
       parser->body_limit(kUpstreamBodyLimit);
-      std::tie(ec, std::ignore) =
-          co_await http::async_read_header(*upstream, conn.upstream_buffer, *parser, kTuple);
+      while (!ec && !parser->is_header_done()) {
+        auto [rec, n] = co_await upstream->async_read_some(
+            switchyard::http::readRoom(conn.upstream_buffer), kTuple);
+        ec = switchyard::http::afterRead(*parser, conn.upstream_buffer, rec, n);
+        if (!ec) ec = switchyard::http::parseHeaderBuffered(*parser, conn.upstream_buffer);
+      }
     }
     if (!ec) break;
     if (conn.watch->gone) {
@@ -273,9 +277,9 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
           switchyard::http::parseBuffered(*parser, conn.upstream_buffer);
       if (!ec && response.body().size == piece_room && !parser->is_done()) {
         upstream->expires_after(asDuration(model.timeouts.idle));
-        std::tie(ec, std::ignore) = co_await http::async_read_some(
-            *upstream, conn.upstream_buffer, *parser, kTuple);
-        if (ec == http::error::need_buffer) ec = {};
+        auto [rec, n] = co_await upstream->async_read_some(
+            switchyard::http::readRoom(conn.upstream_buffer), kTuple);
+        ec = switchyard::http::afterRead(*parser, conn.upstream_buffer, rec, n);
         if (!ec) ec = switchyard::http::parseBuffered(*parser, conn.upstream_buffer);
       }
       got = piece_room - response.body().size;

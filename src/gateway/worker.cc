@@ -138,7 +138,14 @@ asio::awaitable<void> Worker::Impl::serve(tcp::socket socket) {
     conn.stream.expires_after(
         asDuration(first ? config.timeouts.client_header : config.timeouts.client_idle));
     first = false;
-    auto [ec, n] = co_await http::async_read_header(conn.stream, conn.buffer, parser, kTuple);
+    // A pipelined request may be buffered already; else read until the head is complete.
+    boost::system::error_code ec = switchyard::http::parseHeaderBuffered(parser, conn.buffer);
+    while (!ec && !parser.is_header_done()) {
+      auto [rec, n] = co_await conn.stream.async_read_some(
+          switchyard::http::readRoom(conn.buffer), kTuple);
+      ec = switchyard::http::afterRead(parser, conn.buffer, rec, n);
+      if (!ec) ec = switchyard::http::parseHeaderBuffered(parser, conn.buffer);
+    }
     if (ec == beast::error::timeout && parser.got_some()) {
       limits.count(admission::ClientLimit::kHeaderTime);  // a slow client (slowloris)
     }
@@ -169,9 +176,12 @@ asio::awaitable<void> Worker::Impl::serve(tcp::socket socket) {
       }
       // A body that came with the header is parsed without a pass of the event loop.
       if (!ec) ec = switchyard::http::parseBuffered(parser, conn.buffer);
-      if (!ec && !parser.is_done()) {
-        std::tie(ec, n) = co_await http::async_read(conn.stream, conn.buffer, parser, kTuple);
+      while (!ec && !parser.is_done()) {
+        auto [rec, n] = co_await conn.stream.async_read_some(
+            switchyard::http::readRoom(conn.buffer), kTuple);
+        ec = switchyard::http::afterRead(parser, conn.buffer, rec, n);
         if (ec == beast::error::timeout) limits.count(admission::ClientLimit::kBodyTime);
+        if (!ec) ec = switchyard::http::parseBuffered(parser, conn.buffer);
       }
     }
     if (ec == http::error::body_limit) {

@@ -9,16 +9,21 @@
 // would read on for a chunk header cut in two and hold back an event already parsed.
 #pragma once
 
+#include <boost/asio/error.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/read_size.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/system/error_code.hpp>
 
 namespace switchyard::http {
 
+// With `head_only`, stops once the header is parsed (a parser not in eager mode parses no body
+// byte in the call that completes the header).
 template <class Parser>
-boost::system::error_code parseBuffered(Parser& parser, boost::beast::flat_buffer& buffer) {
+boost::system::error_code parseBuffered(Parser& parser, boost::beast::flat_buffer& buffer,
+                                        bool head_only = false) {
   namespace bh = boost::beast::http;
-  while (!parser.is_done() && buffer.size() > 0) {
+  while (!(head_only ? parser.is_header_done() : parser.is_done()) && buffer.size() > 0) {
     boost::system::error_code ec;
     const size_t used = parser.put(buffer.data(), ec);
     buffer.consume(used);
@@ -27,6 +32,31 @@ boost::system::error_code parseBuffered(Parser& parser, boost::beast::flat_buffe
     if (used == 0) return {};
   }
   return {};
+}
+
+template <class Parser>
+boost::system::error_code parseHeaderBuffered(Parser& parser, boost::beast::flat_buffer& buffer) {
+  return parseBuffered(parser, buffer, /*head_only=*/true);
+}
+
+// Reads without Beast's composed read (its operation state, work guard and executor copies on
+// every read of a relayed stream): the caller reads into readRoom() bytes of the buffer's
+// prepared space on the stream itself, then afterRead() commits them and turns the end of the
+// stream into what Beast's reads report: the end of a message that ends when its connection
+// does, or end_of_stream when nothing of a message came.
+inline boost::asio::mutable_buffer readRoom(boost::beast::flat_buffer& buffer) {
+  return buffer.prepare(boost::beast::read_size(buffer, 65536));
+}
+
+template <class Parser>
+boost::system::error_code afterRead(Parser& parser, boost::beast::flat_buffer& buffer,
+                                    boost::system::error_code ec, size_t transferred) {
+  buffer.commit(transferred);
+  if (ec != boost::asio::error::eof) return ec;
+  if (!parser.got_some()) return boost::beast::http::error::end_of_stream;
+  ec = {};
+  parser.put_eof(ec);
+  return ec;
 }
 
 }  // namespace switchyard::http

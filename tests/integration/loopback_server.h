@@ -33,6 +33,7 @@ class LoopbackServer {
   struct Part {
     std::string bytes;
     std::chrono::milliseconds pause{0};
+    bool close = false;  // then close the connection (an answer that ends with it)
   };
 
   explicit LoopbackServer(std::string body) : body_(std::move(body)) {
@@ -145,6 +146,7 @@ class LoopbackServer {
         for (const Part& part : script) {
           if (::write(fd, part.bytes.data(), part.bytes.size()) < 0) return (void)::close(fd);
           std::this_thread::sleep_for(part.pause);
+          if (part.close) return (void)::close(fd);
         }
         continue;
       }

@@ -1,7 +1,10 @@
 // The relay of a streamed answer, against an upstream that cuts its bytes where the test wants:
 // events that arrive together leave in one client write, and an event is never held back
-// waiting for the rest of the stream.
+// waiting for the rest of the stream. Also the reads themselves: a head cut across reads, an
+// answer that ends with its connection, requests pipelined on one client connection.
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 
 #include <string>
 #include <vector>
@@ -35,15 +38,19 @@ size_t eventsIn(const std::string& data) {
   return n;
 }
 
+TempFile oneReplicaConfig(uint16_t port) {
+  return TempFile(
+      "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nworkers: 1\nmodels:\n  - name: llama2-7b\n"
+      "    replicas:\n      - address: 127.0.0.1:" +
+          std::to_string(port) + "\n",
+      ".yaml");
+}
+
 // A streamed chat completion through one gateway worker whose only replica answers with `parts`.
 StreamResult relayed(std::vector<LoopbackServer::Part> parts) {
   LoopbackServer upstream("{}");
   upstream.answerWith(std::move(parts));
-  const TempFile config(
-      "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nworkers: 1\nmodels:\n  - name: llama2-7b\n"
-      "    replicas:\n      - address: 127.0.0.1:" +
-          std::to_string(upstream.port()) + "\n",
-      ".yaml");
+  const TempFile config = oneReplicaConfig(upstream.port());
   const Process gateway({"gateway", "--config", config.path()});
   return streamRequest(gateway.port(), "POST", "/v1/chat/completions",
                        chatBody("llama2-7b", 4, true), kJson, 10s);
@@ -77,6 +84,82 @@ TEST(RelayTest, AnEventLeavesAtOnceWhenTheNextChunkHeaderIsCutInTwo) {
   EXPECT_EQ(eventsIn(r.pieces.front().data), 1u) << r.pieces.front().data;
   // The first event reached the client before the pause ended, not with the second.
   EXPECT_GE(r.pieces.back().at - r.pieces.front().at, 400ms);
+}
+
+constexpr std::string_view kAnswer =
+    R"({"id":"cmpl-1","object":"chat.completion","choices":[{"index":0,"message":)"
+    R"({"role":"assistant","content":"hi"},"finish_reason":"stop"}],)"
+    R"("usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6}})";
+
+TEST(RelayTest, AnUpstreamHeadCutAcrossReadsIsParsedWhole) {
+  const std::string head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+                           std::to_string(kAnswer.size()) + "\r\n\r\n";
+  // Cut inside the status line, inside a field name and just before the blank line.
+  const StreamResult r = relayed({{head.substr(0, 10), 100ms},
+                                  {head.substr(10, 20), 100ms},
+                                  {head.substr(30, head.size() - 32), 100ms},
+                                  {head.substr(head.size() - 2) + std::string(kAnswer)}});
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, kAnswer);
+}
+
+TEST(RelayTest, AnAnswerThatEndsWithItsConnectionIsRelayedWhole) {
+  // No length and no chunks: the body is whatever comes before the upstream closes.
+  const StreamResult r = relayed(
+      {{"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n" +
+            std::string(kAnswer.substr(0, 40)),
+        100ms},
+       {std::string(kAnswer.substr(40)), 100ms, /*close=*/true}});
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, kAnswer);
+}
+
+TEST(RelayTest, RequestsPipelinedOnOneConnectionAreAnsweredInOrder) {
+  LoopbackServer upstream(std::string{kAnswer});
+  const TempFile config = oneReplicaConfig(upstream.port());
+  const Process gateway({"gateway", "--config", config.path()});
+  const std::string body = chatBody("llama2-7b", 4);
+  const std::string request = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                              "Content-Type: application/json\r\nContent-Length: " +
+                              std::to_string(body.size()) + "\r\n\r\n" + body;
+  // Three requests in one write: the second and third are buffered when the first is read.
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  timeval timeout{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(gateway.port());
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const std::string all = request + request + request;
+  ASSERT_EQ(::send(fd, all.data(), all.size(), MSG_NOSIGNAL), static_cast<ssize_t>(all.size()));
+  std::string received;
+  auto answers = [&] {
+    size_t n = 0;
+    for (size_t at = received.find(kAnswer); at != std::string::npos;
+         at = received.find(kAnswer, at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  char buffer[4096];
+  while (answers() < 3) {
+    const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+    if (n <= 0) break;
+    received.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  EXPECT_EQ(answers(), 3u) << received;
+  size_t heads = 0;
+  for (size_t at = received.find("HTTP/1.1 200 OK"); at != std::string::npos;
+       at = received.find("HTTP/1.1 200 OK", at + 1)) {
+    ++heads;
+  }
+  EXPECT_EQ(heads, 3u) << received;
+  EXPECT_EQ(upstream.requests("/v1/chat/completions").size(), 3u);
 }
 
 }  // namespace
