@@ -45,7 +45,7 @@ Worker::Impl::Impl(int index_in, const GatewayConfig& config_in,
                    const WorkerDirectory& directory, SecurityPlane& security_in)
     : index(index_in),
       config(config_in),
-      io(1),
+      io(BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO),
       acceptor(switchyard::http::openAcceptor(io, listen, /*reuse_port=*/true)),
       snapshots(registry),
       pool(config_in.timeouts.upstream_pool_idle, config_in.upstream_idle_per_replica),

@@ -194,6 +194,10 @@ struct Worker::Impl {
 
   int index;
   const GatewayConfig config;  // a copy: the control thread edits its own on reload
+  // Every socket and descriptor of a worker is used on its thread only; other threads only
+  // post to it (the queue's wake-ups, the observer's jobs, shutdown). So the reactor skips its
+  // per-descriptor locks (a lock and an unlock around each operation's start and each readiness
+  // event); posting and timers keep theirs (BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO).
   asio::io_context io;
   tcp::acceptor acceptor;
   fleet::SnapshotCache snapshots;
