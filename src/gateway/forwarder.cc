@@ -189,8 +189,8 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
       while (!ec && !parser->is_header_done()) {
         auto [rec, n] = co_await upstream->async_read_some(
             switchyard::http::readRoom(conn.upstream_buffer), kTuple);
-        ec = switchyard::http::afterRead(*parser, conn.upstream_buffer, rec, n);
-        if (!ec) ec = switchyard::http::parseHeaderBuffered(*parser, conn.upstream_buffer);
+        ec = switchyard::http::parseRead(*parser, conn.upstream_buffer, rec, n,
+                                         /*head_only=*/true);
       }
     }
     if (!ec) break;
@@ -279,8 +279,7 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
         upstream->expires_after(asDuration(model.timeouts.idle));
         auto [rec, n] = co_await upstream->async_read_some(
             switchyard::http::readRoom(conn.upstream_buffer), kTuple);
-        ec = switchyard::http::afterRead(*parser, conn.upstream_buffer, rec, n);
-        if (!ec) ec = switchyard::http::parseBuffered(*parser, conn.upstream_buffer);
+        ec = switchyard::http::parseRead(*parser, conn.upstream_buffer, rec, n);
       }
       got = piece_room - response.body().size;
       if (ec && conn.watch->gone) {

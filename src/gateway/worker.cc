@@ -139,12 +139,12 @@ asio::awaitable<void> Worker::Impl::serve(tcp::socket socket) {
         asDuration(first ? config.timeouts.client_header : config.timeouts.client_idle));
     first = false;
     // A pipelined request may be buffered already; else read until the head is complete.
-    boost::system::error_code ec = switchyard::http::parseHeaderBuffered(parser, conn.buffer);
+    boost::system::error_code ec =
+        switchyard::http::parseBuffered(parser, conn.buffer, /*head_only=*/true);
     while (!ec && !parser.is_header_done()) {
       auto [rec, n] = co_await conn.stream.async_read_some(
           switchyard::http::readRoom(conn.buffer), kTuple);
-      ec = switchyard::http::afterRead(parser, conn.buffer, rec, n);
-      if (!ec) ec = switchyard::http::parseHeaderBuffered(parser, conn.buffer);
+      ec = switchyard::http::parseRead(parser, conn.buffer, rec, n, /*head_only=*/true);
     }
     if (ec == beast::error::timeout && parser.got_some()) {
       limits.count(admission::ClientLimit::kHeaderTime);  // a slow client (slowloris)
@@ -179,9 +179,8 @@ asio::awaitable<void> Worker::Impl::serve(tcp::socket socket) {
       while (!ec && !parser.is_done()) {
         auto [rec, n] = co_await conn.stream.async_read_some(
             switchyard::http::readRoom(conn.buffer), kTuple);
-        ec = switchyard::http::afterRead(parser, conn.buffer, rec, n);
+        ec = switchyard::http::parseRead(parser, conn.buffer, rec, n);
         if (ec == beast::error::timeout) limits.count(admission::ClientLimit::kBodyTime);
-        if (!ec) ec = switchyard::http::parseBuffered(parser, conn.buffer);
       }
     }
     if (ec == http::error::body_limit) {

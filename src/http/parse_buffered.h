@@ -34,29 +34,28 @@ boost::system::error_code parseBuffered(Parser& parser, boost::beast::flat_buffe
   return {};
 }
 
-template <class Parser>
-boost::system::error_code parseHeaderBuffered(Parser& parser, boost::beast::flat_buffer& buffer) {
-  return parseBuffered(parser, buffer, /*head_only=*/true);
-}
-
 // Reads without Beast's composed read (its operation state, work guard and executor copies on
-// every read of a relayed stream): the caller reads into readRoom() bytes of the buffer's
-// prepared space on the stream itself, then afterRead() commits them and turns the end of the
-// stream into what Beast's reads report: the end of a message that ends when its connection
-// does, or end_of_stream when nothing of a message came.
+// every read of a relayed stream): the caller reads on the stream itself into readRoom() (the
+// room Beast's reads give: what is free, at least 512 bytes, at most 64 KiB), then parseRead()
+// commits the bytes, turns the end of the stream into what Beast's reads report (the end of a
+// message that ends when its connection does, or end_of_stream when nothing of a message came)
+// and parses what is buffered, as parseBuffered() does.
 inline boost::asio::mutable_buffer readRoom(boost::beast::flat_buffer& buffer) {
   return buffer.prepare(boost::beast::read_size(buffer, 65536));
 }
 
 template <class Parser>
-boost::system::error_code afterRead(Parser& parser, boost::beast::flat_buffer& buffer,
-                                    boost::system::error_code ec, size_t transferred) {
+boost::system::error_code parseRead(Parser& parser, boost::beast::flat_buffer& buffer,
+                                    boost::system::error_code ec, size_t transferred,
+                                    bool head_only = false) {
   buffer.commit(transferred);
-  if (ec != boost::asio::error::eof) return ec;
-  if (!parser.got_some()) return boost::beast::http::error::end_of_stream;
-  ec = {};
-  parser.put_eof(ec);
-  return ec;
+  if (ec == boost::asio::error::eof) {
+    if (!parser.got_some()) return boost::beast::http::error::end_of_stream;
+    ec = {};
+    parser.put_eof(ec);
+  }
+  if (ec) return ec;
+  return parseBuffered(parser, buffer, head_only);
 }
 
 }  // namespace switchyard::http
