@@ -1,4 +1,5 @@
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <memory>
 
 #include "cli/bench_command.h"
@@ -14,6 +15,10 @@
 #include "gateway/gateway.h"
 
 int main(int argc, char** argv) {
+  // A write to a peer that has gone (Redis killed, a client or replica reset) must be an EPIPE
+  // error the caller handles, never the end of the process: Asio sends with MSG_NOSIGNAL, but
+  // hiredis writes with plain send().
+  std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"Switchyard: an inference gateway for heterogeneous GPU fleets"};
   app.set_version_flag("--version", switchyard::versionString());
   app.require_subcommand(1);

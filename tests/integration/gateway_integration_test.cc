@@ -118,6 +118,25 @@ TEST_F(GatewayTest, NonStreamingChatIsRelayedWithRoutingHeaders) {
       << pod;
 }
 
+// A write to a peer that has gone (a killed Redis, through hiredis's plain send()) must come
+// back as EPIPE: a process that kept SIGPIPE's default action would die of it mid-load.
+bool ignoresSigpipe(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("SigIgn:", 0) != 0) continue;
+    const unsigned long long ignored = std::stoull(line.substr(7), nullptr, 16);
+    return (ignored >> (SIGPIPE - 1)) & 1u;
+  }
+  return false;
+}
+
+TEST_F(GatewayTest, GatewayAndEngineOutliveAWriteToAPeerThatHasGone) {
+  startGateway();
+  EXPECT_TRUE(ignoresSigpipe(gateway_->child().pid()));
+  EXPECT_TRUE(ignoresSigpipe(a100_->child().pid()));
+}
+
 TEST_F(GatewayTest, ClientRequestIdIsKept) {
   startGateway();
   Headers headers = kJson;
