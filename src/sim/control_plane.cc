@@ -11,18 +11,115 @@
 
 namespace switchyard::sim {
 
-void Simulator::scrape(SimGateway& g) {
+// Telemetry as the gateway's scraper and TelemetryShare do it (docs/operations.md, "Telemetry
+// at scale"): each replica on its own adaptive period (fleet/scrape_schedule.h) within this
+// gateway's budget; with shared state, each replica scraped by one gateway, its rendezvous owner
+// among the live ones, which shares what it read; the others store it at their next tick, as a
+// sharing round would (live: within two rounds of a quarter interval each). The tick comes at
+// the shortest period, a hot replica's, so the periods fall on it.
+void Simulator::scrapeTick(SimGateway& g) {
+  readSharedScrapes(g);
+  const bool sharded = telemetrySharded();
+  const bool share = sharded && owner_set_.size() > 1 && !shared_.down();
+  if (g.scrape_slots.size() < replicas_.size()) g.scrape_slots.resize(replicas_.size());
+  const size_t n = g.replica_at.size();
+  size_t p = g.scrape_resume < n ? g.scrape_resume : 0;
+  for (size_t visited = 0; visited < n; ++visited, p = p + 1 == n ? 0 : p + 1) {
+    const uint32_t replica = g.replica_at[p];
+    if (sharded && scrape_owner_[replica] != g.index) continue;
+    if (g.scrape_slots[replica].due > now_) continue;
+    if (!g.scrape_budget.take(now_)) {  // the rest wait for tokens, this one first
+      g.scrape_resume = p;
+      return;
+    }
+    scrapeReplica(g, p, share);
+  }
+}
+
+void Simulator::scrapeReplica(SimGateway& g, size_t position, bool share) {
   // A scrape reads the engine's gauges as they are now; a replica that does not answer makes
   // its signals unknown at once (fleet/telemetry_scraper.h).
-  for (size_t p = 0; p < g.replica_at.size(); ++p) {
-    SimReplica& r = replicas_[g.replica_at[p]];
-    fleet::ReplicaState& state = *g.fleet_states[p];
-    if (r.alive) {
-      catchUp(r);
-      state.storeSignals(engineSignalsOf(r.model->gauges()), now_);
-    } else {
-      state.markScrapeFailed(now_);
+  const uint32_t replica = g.replica_at[position];
+  SimReplica& r = replicas_[replica];
+  fleet::ReplicaState& state = *g.fleet_states[position];
+  ScrapeSlot& slot = g.scrape_slots[replica];
+  ++result_.scrapes;
+  fleet::EngineSignals signals;
+  if (r.alive) {
+    catchUp(r);
+    signals = engineSignalsOf(r.model->gauges());
+    state.storeSignals(signals, now_);
+  } else {
+    state.markScrapeFailed(now_);
+  }
+  const GatewaySpec& gs = scenario_.gateways;
+  slot.history.record(r.alive, signals, gs.scrape_policy);
+  slot.due = now_ + fleet::scrapePeriod(gs.scrape_policy, gs.scrape_interval, slot.history);
+  if (share) shared_scrapes_.push_back({replica, g.index, r.alive, now_, signals});
+}
+
+void Simulator::readSharedScrapes(SimGateway& g) {
+  const size_t end = shared_scrapes_base_ + shared_scrapes_.size();
+  if (shared_.down()) {  // the round fails: what was shared meanwhile is never read
+    g.share_cursor = end;
+    return;
+  }
+  for (size_t i = std::max(g.share_cursor, shared_scrapes_base_); i < end; ++i) {
+    const SharedScrape& record = shared_scrapes_[i - shared_scrapes_base_];
+    if (record.from == g.index || record.replica >= g.position.size() ||
+        g.position[record.replica] < 0) {
+      continue;
     }
+    fleet::ReplicaState& state = *g.states[record.replica];
+    if (record.read_at <= state.signalsReadAt()) continue;  // this gateway knows better
+    if (record.ok) {
+      state.storeSignals(record.signals, record.read_at);
+    } else if (record.read_at > state.lastScrapeFailureAt()) {
+      state.markScrapeFailed(record.read_at);
+    }
+  }
+  g.share_cursor = end;
+  // Records every live gateway has read go (the stream's trimming).
+  size_t oldest = end;
+  for (const SimGateway& h : gateways_) {
+    if (h.alive) oldest = std::min(oldest, h.share_cursor);
+  }
+  const size_t done = oldest - shared_scrapes_base_;
+  if (done > 4096 && done * 2 > shared_scrapes_.size()) {
+    shared_scrapes_.erase(shared_scrapes_.begin(),
+                          shared_scrapes_.begin() + static_cast<std::ptrdiff_t>(done));
+    shared_scrapes_base_ = oldest;
+  }
+}
+
+bool Simulator::telemetrySharded() {
+  const GatewaySpec& gs = scenario_.gateways;
+  if (!distributed() || !gs.telemetry_sharing) return false;
+  // Rounds failing for two intervals clear the shard: each scrapes all it routes to.
+  if (shared_.down() && now_ - shared_down_at_ >= 2 * gs.scrape_interval) return false;
+  refreshScrapeOwners();
+  return true;
+}
+
+void Simulator::refreshScrapeOwners() {
+  // A gateway's replicas move when its telemetry heartbeat expires: ten scrape intervals, at
+  // least 1 s, at most the liveness period (gateway/telemetry_share.h).
+  const GatewaySpec& gs = scenario_.gateways;
+  const TimeNs heartbeat = std::min(gs.liveness_ttl, std::max(kNsPerSec, 10 * gs.scrape_interval));
+  owner_set_now_.clear();
+  for (const SimGateway& h : gateways_) {
+    if (h.alive || now_ - h.died_at < heartbeat) owner_set_now_.push_back(h.index);
+  }
+  if (owner_set_now_ == owner_set_ && scrape_owner_.size() == replicas_.size()) return;
+  owner_set_ = owner_set_now_;
+  gateway_hashes_.clear();
+  for (const int h : owner_set_) {
+    gateway_hashes_.push_back(fleet::stableHash("gateway-" + std::to_string(h)));
+  }
+  scrape_owner_.resize(replicas_.size());
+  for (size_t i = 0; i < replicas_.size(); ++i) {
+    const int owner = fleet::rendezvousOwner(fleet::stableHash(replicas_[i].name), gateway_hashes_);
+    scrape_owner_[i] = owner < 0 ? -1 : owner_set_[static_cast<size_t>(owner)];
   }
 }
 

@@ -161,11 +161,19 @@ void Simulator::onSecond() {
   // Gateway-counted requests in flight, and what gateway 0 has learned.
   std::vector<double> learned(groups_.size(), 0);
   std::vector<int> learned_n(groups_.size(), 0);
+  // Telemetry freshness, as the gateway's switchyard_telemetry_fresh_ratio: the replicas that
+  // answer whose last good signal is at most three scrape intervals old.
+  const TimeNs fresh_age = 3 * scenario_.gateways.scrape_interval;
   for (const SimGateway& g : gateways_) {
     if (!g.alive) continue;
     for (size_t p = 0; p < g.fleet_states.size(); ++p) {
       const fleet::ReplicaState& state = *g.fleet_states[p];
-      const size_t type = replicas_[g.replica_at[p]].gpu_type;
+      const SimReplica& replica = replicas_[g.replica_at[p]];
+      const size_t type = replica.gpu_type;
+      if (replica.alive) {
+        ++telemetry_checked_;
+        telemetry_fresh_ += state.signalsValid() && now_ - state.signalsReadAt() <= fresh_age;
+      }
       const double running =
           static_cast<double>(state.counters().running.load(std::memory_order_relaxed));
       rows[type].inflight += running;
@@ -206,6 +214,10 @@ RunResult Simulator::collect() {
   out.simulated = now_;
   out.events = events_;
   out.window = end_ - scenario_.warmup;
+  out.telemetry_fresh_ratio =
+      telemetry_checked_ > 0
+          ? static_cast<double>(telemetry_fresh_) / static_cast<double>(telemetry_checked_)
+          : 1.0;
   for (const SimReplica& r : replicas_) out.removed.undrained += r.removed && r.drained_at < 0;
   // What gateway 0 learned about each GPU type, at the end.
   std::vector<double> learned(groups_.size(), 0);

@@ -265,6 +265,8 @@ std::string formatSummaryJson(const RunSet& set) {
     out += fmt::format("      \"simulated_seconds\": {},\n      \"events\": {},\n",
                        num(static_cast<double>(run.simulated) / 1e9), run.events);
     out += fmt::format("      \"wall_seconds\": {},\n", num(run.wall_seconds));
+    out += fmt::format("      \"scrapes\": {},\n      \"telemetry_fresh_ratio\": {},\n",
+                       run.scrapes, num(run.telemetry_fresh_ratio, 4));
     out += fmt::format(
         "      \"requests\": {},\n      \"ok\": {},\n      \"refused\": {},\n"
         "      \"failed\": {},\n",

@@ -14,6 +14,7 @@
 #include "admission/admission_config.h"
 #include "core/yaml_values.h"
 #include "fleet/routing_knobs_config.h"
+#include "fleet/scrape_policy_config.h"
 #include "health/health_config.h"
 #include "routing/strategy_spec.h"
 
@@ -383,6 +384,10 @@ void parseGateways(const YAML::Node& node, GatewaySpec& g) {
                  g.liveness_ttl = milliseconds(v, full, 1, 3.6e6);
                } else if (key == "scrape_interval_ms") {
                  g.scrape_interval = milliseconds(v, full, 1, 3.6e6);
+               } else if (key == "telemetry") {
+                 fleet::parseScrapePolicy(v, full, g.scrape_interval, g.scrape_policy);
+               } else if (key == "telemetry_sharing") {
+                 g.telemetry_sharing = scalar<bool>(v, full);
                } else if (key == "inflight_slots_ahead") {
                  g.inflight_slots_ahead = integer(v, full, 0, 1 << 20);
                } else if (key == "network_latency_ms") {

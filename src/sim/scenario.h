@@ -21,6 +21,7 @@
 #include "core/rng.h"
 #include "engine/perf_profiles.h"
 #include "fleet/fleet_snapshot.h"
+#include "fleet/scrape_schedule.h"
 #include "health/replica_health.h"
 #include "sim/autoscale_config.h"
 
@@ -126,6 +127,10 @@ struct GatewaySpec {
   TimeNs sync_delay = 1 * kNsPerMs;  // from a sync's start until its view is applied
   TimeNs liveness_ttl = 2 * kNsPerSec;
   TimeNs scrape_interval = 100 * kNsPerMs;
+  // The gateway's `telemetry:` knobs (adaptive periods, budget), and whether gateways sharing
+  // state split the scraping as gateway/telemetry_share.h does (false: each scrapes every replica).
+  fleet::ScrapePolicy scrape_policy;
+  bool telemetry_sharing = true;
   TimeNs network_latency = 0;  // gateway <-> engine, one way
   // Shared in-flight limits are leased in slots this far ahead, as the gateway's
   // shared_state.inflight_slots_ahead (one worker per simulated gateway); 0: request by request.

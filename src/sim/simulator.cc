@@ -25,6 +25,16 @@ double rateOf(const Scenario& s, const RunOptions& o) {
   return o.rate > 0 ? o.rate : s.workload.arrivals.rate;
 }
 
+// How often a gateway's telemetry tick comes: a hot replica's period, the shortest there is
+// (fleet::scrapePeriod), so that every replica's period falls on a tick.
+TimeNs scrapeTickPeriod(const GatewaySpec& gs) {
+  const fleet::ScrapePolicy& policy = gs.scrape_policy;
+  if (!policy.adaptive) return gs.scrape_interval;
+  const auto hot = static_cast<TimeNs>(static_cast<double>(gs.scrape_interval) /
+                                       std::max(1.0, policy.hot_speedup));
+  return std::max(std::min(policy.min_period, gs.scrape_interval), hot);
+}
+
 }  // namespace
 
 Simulator::Simulator(const Scenario& scenario, const RunOptions& options)
@@ -70,6 +80,7 @@ Simulator::Simulator(const Scenario& scenario, const RunOptions& options)
     g.capacity = std::make_unique<fleet::CapacityTracker>(
         fleet::CapacitySettings{gs.capacity_window, gs.capacity_time_constant});
     g.health = std::make_unique<health::FleetHealth>(gs.health);
+    g.scrape_budget.configure(gs.scrape_policy.max_scrapes_per_second, gs.scrape_interval);
     g.retry_budget = std::make_unique<admission::RetryBudget>(gs.retry_budget_ratio,
                                                               gs.retry_budget_min_per_second);
     live_gateways_.push_back(i);
@@ -266,8 +277,8 @@ void Simulator::dispatch(const Event& e) {
     case kScrape: {
       SimGateway& g = gateways_[e.target];
       if (!g.alive) break;
-      scrape(g);
-      queue_.push(now_ + scenario_.gateways.scrape_interval, kScrape, e.target);
+      scrapeTick(g);
+      queue_.push(now_ + scrapeTickPeriod(scenario_.gateways), kScrape, e.target);
       break;
     }
     case kCapacity: {
@@ -389,6 +400,7 @@ void Simulator::onScenarioEvent(const ScenarioEvent& e) {
       }
       break;
     case ScenarioEvent::Kind::kRedisOutage:
+      if (!shared_.down()) shared_down_at_ = now_;
       shared_.setDown(true);
       queue_.push(now_ + e.duration, kRedisBack);
       break;
@@ -417,6 +429,7 @@ void Simulator::failReplica(SimReplica& r) {
 void Simulator::killGateway(SimGateway& g) {
   if (!g.alive) return;
   g.alive = false;
+  g.died_at = now_;
   live_gateways_.erase(std::remove(live_gateways_.begin(), live_gateways_.end(), g.index),
                        live_gateways_.end());
   shared_.forget(g.index);

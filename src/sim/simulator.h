@@ -109,6 +109,11 @@ struct RunResult {
   std::map<std::string, int64_t> health_exclusions_by_reason;
   int64_t shared_state_degraded = 0;  // admission or sync calls answered degraded
   int64_t shared_admission_calls = 0;  // request-path calls to shared state (admit, lease)
+  // Telemetry reads of engines, all gateways together (sharded and adaptive as configured).
+  int64_t scrapes = 0;
+  // Of every live gateway's view of each answering replica, sampled each second: the share whose
+  // signal was at most three scrape intervals old (the gateway's telemetry_fresh_ratio).
+  double telemetry_fresh_ratio = 1.0;
   // The admission queue: the most requests any gateway held at once; engine work spent on
   // requests whose client gave up (or whose gateway died) before the answer: the seconds they
   // held a batch slot and the tokens computed for them (the emulator's aborted_* counters).

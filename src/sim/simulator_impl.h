@@ -22,6 +22,7 @@
 #include "engine/batching_model.h"
 #include "fleet/capacity_tracker.h"
 #include "fleet/fleet_registry.h"
+#include "fleet/scrape_schedule.h"
 #include "health/fleet_health.h"
 #include "observe/load_interval.h"
 #include "optimizer/stability.h"
@@ -42,7 +43,7 @@ enum EventKind : uint32_t {
   kEngineDeliver,    // request `arg` reaches replica `target` (network latency)
   kGatewayComplete,  // request `arg`'s last token reaches its gateway
   kDeadline,         // request `arg`'s client gives up
-  kScrape,           // gateway `target`'s telemetry scrape of every replica
+  kScrape,           // gateway `target`'s telemetry tick: the replicas due, what others shared
   kCapacity,         // gateway `target`'s capacity refresh
   kHealthTick,       // gateway `target`'s health evaluation (100 ms)
   kProbe,            // gateway `target`'s health probes
@@ -126,9 +127,25 @@ struct alignas(64) SimRequest {
 };
 static_assert(offsetof(SimRequest, deadline) == 64, "SimRequest's hot fields fill one line");
 
+// One replica's telemetry schedule on one gateway (fleet/scrape_schedule.h).
+struct ScrapeSlot {
+  TimeNs due = 0;  // the next scrape
+  fleet::ScrapeHistory history;
+};
+
+// A scrape one gateway shared with the others (gateway/telemetry_share.h's record).
+struct SharedScrape {
+  uint32_t replica = 0;
+  int32_t from = 0;  // the gateway that read it
+  bool ok = false;
+  TimeNs read_at = 0;
+  fleet::EngineSignals signals;
+};
+
 struct SimGateway {
   int index = 0;
   bool alive = true;
+  TimeNs died_at = -1;
   fleet::FleetRegistry registry;
   std::shared_ptr<const fleet::FleetSnapshot> snapshot;
   const fleet::ModelEntry* model = nullptr;
@@ -156,6 +173,11 @@ struct SimGateway {
   std::unordered_map<int32_t, uint32_t> queued_by_client;  // identity -> its requests queued
   bool recheck_pending = false;
   bool wake_pending = false;
+  // Telemetry (control_plane.cc): by replica index, when this gateway scrapes it next.
+  std::vector<ScrapeSlot> scrape_slots;
+  fleet::ScrapeBudget scrape_budget;
+  size_t scrape_resume = 0;  // where a scan the budget cut short resumes
+  size_t share_cursor = 0;   // shared scrapes read so far (an absolute count)
 };
 
 class Simulator {
@@ -240,7 +262,11 @@ class Simulator {
   void noteDemand(const SimRequest& q);
 
   // --- control plane (control_plane.cc)
-  void scrape(SimGateway& g);
+  void scrapeTick(SimGateway& g);
+  void scrapeReplica(SimGateway& g, size_t position, bool share);
+  void readSharedScrapes(SimGateway& g);
+  bool telemetrySharded();
+  void refreshScrapeOwners();
   void refreshCapacity(SimGateway& g);
   void healthTick(SimGateway& g);
   void probe(SimGateway& g, const fleet::ReplicaState& state);
@@ -281,6 +307,18 @@ class Simulator {
   std::vector<int> live_gateways_;
   SharedView shared_;
   std::vector<SyncView> views_;  // read, waiting for their kSyncApply (one slot per gateway)
+  TimeNs shared_down_at_ = -1;   // when the current Redis outage began
+
+  // Telemetry sharded among the gateways (control_plane.cc): each replica's scraping gateway,
+  // the gateways that was computed over, and the scrapes shared (the Redis stream's stand-in).
+  std::vector<int32_t> scrape_owner_;
+  std::vector<int> owner_set_;
+  std::vector<int> owner_set_now_;  // scratch
+  std::vector<uint64_t> gateway_hashes_;
+  std::vector<SharedScrape> shared_scrapes_;
+  size_t shared_scrapes_base_ = 0;  // the absolute count of shared_scrapes_[0]
+  int64_t telemetry_checked_ = 0;  // each second, every live gateway's view of each replica up
+  int64_t telemetry_fresh_ = 0;    // ... of which the signal was within three intervals
 
   Workload workload_;
   Rng gateway_rng_;  // which gateway an arrival goes to
