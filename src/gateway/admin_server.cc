@@ -3,6 +3,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <spdlog/spdlog.h>
 
@@ -61,7 +62,12 @@ struct AdminServer::Impl {
     for (;;) {
       auto [ec, socket] = co_await acceptor.async_accept(kTuple);
       if (ec) {
-        if (!acceptor.is_open()) co_return;
+        if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
+        // Out of descriptors: the waiting connection keeps the listener readable, so retrying at
+        // once would spin; pause, and keep serving the connections already open.
+        spdlog::warn("admin: accept failed: {}", ec.message());
+        asio::steady_timer pause(io, std::chrono::milliseconds(50));
+        co_await pause.async_wait(kTuple);
         continue;
       }
       asio::co_spawn(io, serve(std::move(socket)), asio::detached);

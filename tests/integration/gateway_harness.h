@@ -66,6 +66,24 @@ inline std::string replicaLine(uint16_t port, std::string_view gpu) {
          std::string(gpu) + ", engine: vllm }\n";
 }
 
+// A plain TCP connection to a loopback port, reads and writes bounded by 10 s; -1 when refused.
+// (The kernel completes the handshake for a listener's backlog, accepted or not.)
+inline int connectTo(uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  timeval tv{10, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 // A port on which nothing listens (bound, then released).
 inline uint16_t deadPort() {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
