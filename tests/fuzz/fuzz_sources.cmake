@@ -32,6 +32,7 @@ set(SWITCHYARD_FUZZ_SOURCES
   src/fleet/kv_index/prefix_cache_config.cc
   src/fleet/prometheus_text.cc
   src/fleet/routing_knobs_config.cc
+  src/fleet/scrape_policy_config.cc
   src/fleet/signal_batch.cc
   src/gateway/async_jobs.cc
   src/gateway/config.cc
