@@ -5,6 +5,7 @@
 #include "engine/metrics_filter.h"
 #include "engine/surface_endpoints.h"
 #include "engine/video_jobs.h"
+#include "http/accept_pause.h"
 #include "http/peer_watch.h"
 
 #include <fmt/format.h>
@@ -315,8 +316,7 @@ class Replica {
       if (stopping_) break;
       if (ec) {
         // Out of descriptors and the like: back off instead of spinning.
-        asio::steady_timer backoff(ioc_, std::chrono::milliseconds(50));
-        co_await backoff.async_wait(kAwait);
+        if (!co_await accept_pause_.after(acceptor_, ec)) break;
         continue;
       }
       boost::system::error_code ignored;
@@ -660,6 +660,7 @@ class Replica {
   std::unique_ptr<KvEventPublisher> kv_publisher_;  // before model_ is used by it; none: off
   std::vector<fleet::kv_index::KvEvent> kv_events_;
   tcp::acceptor acceptor_;
+  switchyard::http::AcceptPause accept_pause_{"engine"};
   asio::steady_timer tick_;
   Rng id_rng_;
   Rng fault_rng_;

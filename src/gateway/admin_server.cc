@@ -3,7 +3,6 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <spdlog/spdlog.h>
 
@@ -14,6 +13,7 @@
 #include "auth/tls_context.h"
 #include "gateway/admin_access.h"
 #include "http/connection_stream.h"
+#include "http/accept_pause.h"
 #include "http/listener.h"
 
 namespace switchyard::gateway {
@@ -46,6 +46,7 @@ struct AdminServer::Impl {
       : io(io_in), acceptor(switchyard::http::openAcceptor(io_in, listen, /*reuse_port=*/false)) {}
   asio::io_context& io;
   tcp::acceptor acceptor;
+  switchyard::http::AcceptPause accept_pause{"admin"};
   std::map<std::string, AdminHandler, std::less<>> handlers;
   std::map<std::string, AdminRequestHandler, std::greater<>> prefixes;  // longest first
   const auth::TlsContextStore* tls = nullptr;
@@ -62,12 +63,7 @@ struct AdminServer::Impl {
     for (;;) {
       auto [ec, socket] = co_await acceptor.async_accept(kTuple);
       if (ec) {
-        if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
-        // Out of descriptors: the waiting connection keeps the listener readable, so retrying at
-        // once would spin; pause, and keep serving the connections already open.
-        spdlog::warn("admin: accept failed: {}", ec.message());
-        asio::steady_timer pause(io, std::chrono::milliseconds(50));
-        co_await pause.async_wait(kTuple);
+        if (!co_await accept_pause.after(acceptor, ec)) co_return;
         continue;
       }
       asio::co_spawn(io, serve(std::move(socket)), asio::detached);

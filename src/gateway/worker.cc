@@ -72,11 +72,8 @@ asio::awaitable<void> Worker::Impl::acceptLoop() {
   for (;;) {
     auto [ec, socket] = co_await acceptor.async_accept(kTuple);
     if (ec) {
-      if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
       // Out of descriptors or a transient error: keep serving the connections we have.
-      spdlog::warn("worker {}: accept failed: {}", index, ec.message());
-      asio::steady_timer pause(io, std::chrono::milliseconds(50));
-      co_await pause.async_wait(kTuple);
+      if (!co_await accept_pause.after(acceptor, ec)) co_return;
       continue;
     }
     asio::co_spawn(io, serve(std::move(socket)), asio::detached);

@@ -46,6 +46,7 @@
 #include "gateway/shared_state_notice.h"
 #include "gateway/upstream_pool.h"
 #include "gateway/worker.h"
+#include "http/accept_pause.h"
 #include "http/connection_stream.h"
 #include "http/peer_watch.h"
 #include "http/recycling_allocator.h"
@@ -200,6 +201,7 @@ struct Worker::Impl {
   // event); posting and timers keep theirs (BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO).
   asio::io_context io;
   tcp::acceptor acceptor;
+  switchyard::http::AcceptPause accept_pause{"worker " + std::to_string(index)};
   fleet::SnapshotCache snapshots;
   UpstreamPool pool;
   admission::RetryBudget retry_budget;
