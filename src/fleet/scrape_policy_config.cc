@@ -9,9 +9,12 @@ void parseScrapePolicy(const YAML::Node& node, const std::string& where, TimeNs&
   readFields(
       node, where,
       {
-          {"scrape_interval_ms", [&](const auto& v, const auto& k) { scrape_interval = millis(v, k); }},
+          {"scrape_interval_ms",
+           [&](const auto& v, const auto& k) { scrape_interval = millis(v, k); }},
           {"max_scrapes_per_second",
-           [&](const auto& v, const auto& k) { policy.max_scrapes_per_second = number(v, k, 0, 1e7); }},
+           [&](const auto& v, const auto& k) {
+             policy.max_scrapes_per_second = number(v, k, 0, 1e7);
+           }},
           {"adaptive", [&](const auto& v, const auto& k) { policy.adaptive = scalar<bool>(v, k); }},
           // Above 2 a stable replica's signal, shared through another gateway, could pass the
           // three-interval freshness limit before its next scrape.

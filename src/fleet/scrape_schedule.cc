@@ -22,16 +22,29 @@ void ScrapeHistory::record(bool ok, const EngineSignals& signals, const ScrapePo
   last = ok ? signals : EngineSignals{};
 }
 
-TimeNs scrapePeriod(const ScrapePolicy& policy, TimeNs interval, const ScrapeHistory& history) {
-  if (!policy.adaptive || !history.last_ok) return interval;
-  double factor = 1.0;
-  if (history.last.hasKvUsage() && history.last.kv_usage >= policy.hot_kv_usage) {
-    factor = 1.0 / std::max(1.0, policy.hot_speedup);
-  } else if (history.unchanged_runs >= policy.stable_after) {
-    factor = std::max(1.0, policy.stable_stretch);
-  }
+namespace {
+
+TimeNs periodOf(const ScrapePolicy& policy, TimeNs interval, double factor) {
   const auto period = static_cast<TimeNs>(static_cast<double>(interval) * factor);
   return std::max(std::min(policy.min_period, interval), period);
+}
+
+}  // namespace
+
+TimeNs scrapePeriod(const ScrapePolicy& policy, TimeNs interval, const ScrapeHistory& history) {
+  if (!policy.adaptive || !history.last_ok) return interval;
+  if (history.last.hasKvUsage() && history.last.kv_usage >= policy.hot_kv_usage) {
+    return shortestScrapePeriod(policy, interval);
+  }
+  if (history.unchanged_runs >= policy.stable_after) {
+    return periodOf(policy, interval, std::max(1.0, policy.stable_stretch));
+  }
+  return periodOf(policy, interval, 1.0);
+}
+
+TimeNs shortestScrapePeriod(const ScrapePolicy& policy, TimeNs interval) {
+  if (!policy.adaptive) return interval;
+  return periodOf(policy, interval, 1.0 / std::max(1.0, policy.hot_speedup));
 }
 
 void ScrapeBudget::configure(double rate, TimeNs interval) {

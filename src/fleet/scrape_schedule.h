@@ -58,6 +58,8 @@ struct ScrapeHistory {
 
 // Time from this scrape's start to the next one's.
 TimeNs scrapePeriod(const ScrapePolicy& policy, TimeNs interval, const ScrapeHistory& history);
+// The shortest period scrapePeriod() gives under `policy`: a hot replica's when adaptive.
+TimeNs shortestScrapePeriod(const ScrapePolicy& policy, TimeNs interval);
 
 // A token bucket for the scrape budget. rate 0: unlimited.
 class ScrapeBudget {

@@ -12,8 +12,8 @@
 
 #include "auth/tls_context.h"
 #include "gateway/admin_access.h"
-#include "http/connection_stream.h"
 #include "http/accept_pause.h"
+#include "http/connection_stream.h"
 #include "http/listener.h"
 
 namespace switchyard::gateway {

@@ -17,14 +17,14 @@ asio::awaitable<bool> AcceptPause::after(asio::ip::tcp::acceptor& acceptor,
   if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return false;
   const auto now = std::chrono::steady_clock::now();
   ++unlogged_;
-  if (!logged_) {
-    spdlog::warn("{}: accept failed: {}; retrying every {} ms", listener_, ec.message(),
-                 kPause.count());
-  } else if (now - logged_at_ >= kLogInterval) {
-    spdlog::warn("{}: accept failed {} more times since the last report: {}; retrying every {} ms",
-                 listener_, unlogged_, ec.message(), kPause.count());
-  }
   if (!logged_ || now - logged_at_ >= kLogInterval) {
+    if (!logged_) {
+      spdlog::warn("{}: accept failed: {}; retrying every {} ms", listener_, ec.message(),
+                   kPause.count());
+    } else {
+      spdlog::warn("{}: accept failed {} more times since the last report: {}; retrying",
+                   listener_, unlogged_, ec.message());
+    }
     logged_ = true;
     logged_at_ = now;
     unlogged_ = 0;

@@ -25,16 +25,6 @@ double rateOf(const Scenario& s, const RunOptions& o) {
   return o.rate > 0 ? o.rate : s.workload.arrivals.rate;
 }
 
-// How often a gateway's telemetry tick comes: a hot replica's period, the shortest there is
-// (fleet::scrapePeriod), so that every replica's period falls on a tick.
-TimeNs scrapeTickPeriod(const GatewaySpec& gs) {
-  const fleet::ScrapePolicy& policy = gs.scrape_policy;
-  if (!policy.adaptive) return gs.scrape_interval;
-  const auto hot = static_cast<TimeNs>(static_cast<double>(gs.scrape_interval) /
-                                       std::max(1.0, policy.hot_speedup));
-  return std::max(std::min(policy.min_period, gs.scrape_interval), hot);
-}
-
 }  // namespace
 
 Simulator::Simulator(const Scenario& scenario, const RunOptions& options)
@@ -278,7 +268,10 @@ void Simulator::dispatch(const Event& e) {
       SimGateway& g = gateways_[e.target];
       if (!g.alive) break;
       scrapeTick(g);
-      queue_.push(now_ + scrapeTickPeriod(scenario_.gateways), kScrape, e.target);
+      // The tick comes at the shortest period, so that every replica's period falls on one.
+      queue_.push(now_ + fleet::shortestScrapePeriod(scenario_.gateways.scrape_policy,
+                                                     scenario_.gateways.scrape_interval),
+                  kScrape, e.target);
       break;
     }
     case kCapacity: {

@@ -45,6 +45,7 @@ TEST(ScrapeScheduleTest, ReplicasNearKvCriticalAreScrapedMoreOften) {
   ScrapeHistory h;
   for (int i = 0; i <= policy.stable_after; ++i) h.record(true, signalsOf(40, 0, 0.8), policy);
   EXPECT_EQ(scrapePeriod(policy, kInterval, h), kInterval / 2);  // stable, but hot wins
+  EXPECT_EQ(shortestScrapePeriod(policy, kInterval), kInterval / 2);
 }
 
 TEST(ScrapeScheduleTest, NotAdaptiveMeansTheInterval) {
@@ -53,6 +54,7 @@ TEST(ScrapeScheduleTest, NotAdaptiveMeansTheInterval) {
   ScrapeHistory h;
   for (int i = 0; i < 5; ++i) h.record(true, signalsOf(40, 0, 0.95), policy);
   EXPECT_EQ(scrapePeriod(policy, kInterval, h), kInterval);
+  EXPECT_EQ(shortestScrapePeriod(policy, kInterval), kInterval);
 }
 
 TEST(ScrapeScheduleTest, BudgetLimitsTheRate) {
