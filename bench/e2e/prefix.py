@@ -34,6 +34,10 @@ waiting, sampled every 0.25 s, averaged over the samples with any load). Ratios 
 load-balance of the same run. Goal (chat): prefix-cache TTFT p50 <= 0.5x load-balance's, E2E p99
 <= load-balance's, max/mean in-flight <= 1.5.
 
+PREFIX_EXPLAIN=1 records every request's routing decision (decisions-<workload>-<strategy>.jsonl
+in PREFIX_OUT) and splits each prefix-cache run's TTFT by placement: to a replica holding the
+longest match, away from one, or where no candidate held any block.
+
 Loopback only; bounded (PREFIX_SECONDS per run); every process it starts is stopped on exit.
 """
 import asyncio
@@ -76,6 +80,10 @@ WORKERS = int(os.environ.get("PREFIX_WORKERS", "1"))
 GATEWAYS = int(os.environ.get("PREFIX_GATEWAYS", "1"))
 # Extra keys for routing.prefix_cache, e.g. "hot_spot_factor: 3" (docs/routing.md).
 CACHE_KEYS = os.environ.get("PREFIX_CACHE_KEYS", "")
+# PREFIX_EXPLAIN=1: every request asks for its decision (x-switchyard-explain), each run's requests
+# go to PREFIX_OUT/decisions-<workload>-<strategy>.jsonl, and the report splits TTFT by where the
+# request went: to a replica with the longest match, away from one, or where none held any.
+EXPLAIN = os.environ.get("PREFIX_EXPLAIN", "0") == "1"
 MODEL = "llama2-7b"
 
 
@@ -95,7 +103,9 @@ async def get_metrics(port):
 
 
 async def stream(port, payload, headers, timeout=120.0):
-    """One streamed chat completion: (status, ttft seconds or None, e2e seconds)."""
+    """One streamed chat completion: (status, ttft seconds or None, e2e seconds, decision header
+    or None)."""
+    decision = None
     sent = time.time()
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     ttft = None
@@ -106,6 +116,8 @@ async def stream(port, payload, headers, timeout=120.0):
                 "Content-Type: application/json\r\nContent-Length: %d\r\n" % len(data))
         for k, v in headers.items():
             head += "%s: %s\r\n" % (k, v)
+        if EXPLAIN:
+            head += "x-switchyard-explain: 1\r\n"
         writer.write(head.encode() + b"\r\n" + data)
         await writer.drain()
         buf = b""
@@ -126,11 +138,45 @@ async def stream(port, payload, headers, timeout=120.0):
                         ttft = time.time() - sent
                         break
                     i = buf.find(b'"content":"', i + 11)
+            if EXPLAIN and decision is None and b"\r\n\r\n" in buf:
+                decision = decision_header(buf)
             if ttft is not None and len(buf) > 1 << 16:
                 buf = buf[-256:]
     finally:
         writer.close()
-    return status, ttft, time.time() - sent
+    return status, ttft, time.time() - sent, decision
+
+
+def decision_header(buf):
+    """The x-switchyard-decision value of a response head ("" when absent)."""
+    for line in buf.split(b"\r\n\r\n", 1)[0].split(b"\r\n"):
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"x-switchyard-decision":
+            return value.strip().decode(errors="replace")
+    return ""
+
+
+def placement(decision):
+    """Where a prefix-cache decision sent the request, from its explain header: "held" (the
+    chosen replica had the longest match of the candidates), "away" (another had a longer one;
+    "away, holder kv_critical" when load-balance had passed every such holder over for its KV
+    cache), "none" (no candidate held any block), or None for a decision without matches."""
+    fields = dict(f.strip().split("=", 1) for f in (decision or "").split(";") if "=" in f)
+    if "prefix_match" not in fields or "chosen" not in fields:
+        return None
+    matches = {}
+    for item in fields["prefix_match"].split(","):
+        replica, _, blocks = item.rpartition(":")
+        matches[replica] = int(blocks.replace("(home)", "") or 0)
+    best = max(matches.values(), default=0)
+    if best == 0:
+        return "none"
+    if matches.get(fields["chosen"], 0) >= best:
+        return "held"
+    critical = {item.split("(")[0] for item in fields.get("passed_over", "").split(",")
+                if item.endswith("(kv_critical)")}
+    holders = [r for r, blocks in matches.items() if blocks == best]
+    return "away, holder kv_critical" if all(r in critical for r in holders) else "away"
 
 
 def words(rng, lo, hi):
@@ -316,14 +362,16 @@ async def run(workload, strategy):
             sent = time.time()
             try:
                 gports = gateways[front.randrange(len(gateways))][1]
-                status, ttft, e2e = await stream(gports[0], json.dumps(payload), headers)
+                status, ttft, e2e, decision = await stream(gports[0], json.dumps(payload),
+                                                           headers)
             except (asyncio.TimeoutError, OSError):
-                status, ttft, e2e = 0, None, time.time() - sent
+                status, ttft, e2e, decision = 0, None, time.time() - sent, None
             if ttft is None and censor:
                 # Still waiting for its first token when it ended: it waited at least this long.
                 # Counted so, not dropped, or an overloaded fleet would look faster.
                 ttft = e2e
             records.append({"sent": sent - t0, "status": status, "ttft": ttft, "e2e": e2e,
+                            "decision": decision,
                             "tokens": len(json.dumps(payload["messages"])) // 4})
             return think
 
@@ -385,6 +433,24 @@ async def run(workload, strategy):
             "records": records}
 
 
+def explain_report(workload, strategy, records, say):
+    """Writes the run's decisions (PREFIX_EXPLAIN=1) and says how TTFT splits by placement."""
+    path = os.path.join(OUT, "decisions-%s-%s.jsonl" % (workload, strategy))
+    with open(path, "w") as f:
+        for r in records:
+            f.write(json.dumps({k: r[k] for k in ("sent", "status", "ttft", "e2e", "decision")})
+                    + "\n")
+    measured = [r for r in records if r["status"] == 200 and r["sent"] >= WARMUP and
+                r["ttft"] is not None]
+    for where in ("held", "away", "away, holder kv_critical", "none"):
+        ttfts = [r["ttft"] for r in measured if placement(r["decision"]) == where]
+        if ttfts:
+            say("    %-26s %5d requests (%4.1f%%)  TTFT p50 %7.0fms  p90 %7.0fms" % (
+                where, len(ttfts), 100.0 * len(ttfts) / len(measured), pct(ttfts, 0.5) * 1e3,
+                pct(ttfts, 0.9) * 1e3))
+    say("    decisions: %s" % path)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     log = open(os.path.join(OUT, "prefix.txt"), "w")
@@ -408,6 +474,8 @@ def main():
             results.append(r)
             say("  %-7s %-14s done: %d requests, mean prompt %.0f tokens" % (
                 workload, strategy, r["requests"], r["prompt_tokens_mean"]))
+            if EXPLAIN:
+                explain_report(workload, strategy, r["records"], say)
     say("")
     status = 0
     for workload in WORKLOADS:

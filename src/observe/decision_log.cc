@@ -82,11 +82,17 @@ void fillDecisionRecord(DecisionRecord& record, const routing::Decision& decisio
   size_t n = 0;
   auto add = [&](const routing::CandidateRow& row) {
     if (row.replica_index >= replica_slots.size()) return;
-    record.rows[n++] = {replica_slots[row.replica_index], static_cast<uint8_t>(row.excluded),
-                        row.in_pick_set,    row.score,
-                        row.synthetic_load, row.predicted_ttft,
-                        row.predicted_tpot, row.cost_per_request,
-                        row.prefix_blocks,  row.prefix_exact,
+    record.rows[n++] = {replica_slots[row.replica_index],
+                        static_cast<uint8_t>(row.excluded),
+                        row.in_pick_set,
+                        static_cast<uint8_t>(row.passed_over),
+                        row.score,
+                        row.synthetic_load,
+                        row.predicted_ttft,
+                        row.predicted_tpot,
+                        row.cost_per_request,
+                        row.prefix_blocks,
+                        row.prefix_exact,
                         row.prefix_home};
   };
   const routing::CandidateRow* chosen = decision.rowOf(decision.chosen);
@@ -208,6 +214,11 @@ std::string renderDecisionsJson(std::vector<DecisionRecord> records,
           fmt::format_to(std::back_inserter(out), R"(,"synthetic_load":{})", row.synthetic_load);
         }
         if (row.in_pick_set) out.append(R"(,"in_pick_set":true)");
+        if (row.passed_over != 0) {
+          out.append(R"(,"passed_over":)");
+          appendJsonString(out,
+                           routing::passOverName(static_cast<routing::PassOver>(row.passed_over)));
+        }
         if (row.predicted_tpot >= 0) {
           fmt::format_to(std::back_inserter(out),
                          R"(,"predicted_ttft_ms":{:.1f},"predicted_tpot_ms":{:.2f})",
@@ -282,8 +293,10 @@ void appendDecisionHeader(std::string& out, const routing::Decision& decision,
       }
     }
   }
-  // The top-K set, then the warming replicas with their synthetic load.
-  auto appendRows = [&](std::string_view label, auto&& wanted, bool with_load) {
+  // The top-K set, the warming replicas with their synthetic load, then the candidates a blend's
+  // component passed over (+Inf) with why: normalised, their score carries only the penalty.
+  // `suffix` appends what follows a row's name.
+  auto appendRows = [&](std::string_view label, auto&& wanted, auto&& suffix) {
     bool any = false;
     for (const routing::CandidateRow& row : decision.rows) {
       if (cut) return;
@@ -292,7 +305,7 @@ void appendDecisionHeader(std::string& out, const routing::Decision& decision,
       out.append(any ? "," : label);
       any = true;
       out.append(name(row.replica_index));
-      if (with_load) fmt::format_to(std::back_inserter(out), "+{:.3g}", row.synthetic_load);
+      suffix(row);
       if (out.size() - start > budget) {
         out.resize(mark);
         cut = true;
@@ -300,10 +313,21 @@ void appendDecisionHeader(std::string& out, const routing::Decision& decision,
     }
   };
   if (decision.pick_set > 0) {
-    appendRows("; pick_set=", [](const routing::CandidateRow& r) { return r.in_pick_set; }, false);
+    appendRows(
+        "; pick_set=", [](const routing::CandidateRow& r) { return r.in_pick_set; },
+        [](const routing::CandidateRow&) {});
   }
-  appendRows("; warming=", [](const routing::CandidateRow& r) { return r.synthetic_load > 0; },
-             true);
+  appendRows(
+      "; warming=", [](const routing::CandidateRow& r) { return r.synthetic_load > 0; },
+      [&](const routing::CandidateRow& r) {
+        fmt::format_to(std::back_inserter(out), "+{:.3g}", r.synthetic_load);
+      });
+  appendRows(
+      "; passed_over=",
+      [](const routing::CandidateRow& r) { return r.passed_over != routing::PassOver::kNone; },
+      [&](const routing::CandidateRow& r) {
+        out.append("(").append(routing::passOverName(r.passed_over)).append(")");
+      });
   // Prefix-cache: the prompt's blocks, then each candidate's match in blocks.
   if (!cut && decision.prefix_block_tokens > 0) {
     fmt::format_to(std::back_inserter(out), "; prefix_blocks={}x{}tok",

@@ -10,7 +10,8 @@
 namespace switchyard::routing {
 namespace {
 
-// Min-max normalises finite scores to [0, 1]; +Inf becomes kInfPenalty.
+// Min-max normalises finite scores to [0, 1]; +Inf becomes kInfPenalty (above 1, so the value
+// alone tells a blend which candidates a component passed over).
 void normalise(std::span<double> scores) {
   double lo = std::numeric_limits<double>::infinity();
   double hi = -lo;
@@ -31,6 +32,16 @@ void normalise(std::span<double> scores) {
 }
 
 }  // namespace
+
+std::string_view passOverName(PassOver reason) {
+  switch (reason) {
+    case PassOver::kNone:
+      return "none";
+    case PassOver::kKvCritical:
+      return "kv_critical";
+  }
+  return "unknown";
+}
 
 std::string_view exclusionName(Exclusion reason) {
   switch (reason) {
@@ -360,6 +371,9 @@ Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& mo
     decision.slo_fallback = alone.fallback;
   } else {
     scratch.scores.assign(m, 0.0);
+    // Which candidates a component passed over (+Inf, its note says why): normalised, their
+    // score is only a penalty, so their rows are marked.
+    scratch.passed_over.assign(m, PassOver::kNone);
     scratch.component.resize(m);
     scratch.component_tiebreak.resize(m);
     for (size_t c = 0; c < count; ++c) {
@@ -374,6 +388,7 @@ Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& mo
       decision.slo_fallback |= note.fallback;
       normalise(scratch.component);
       for (size_t i = 0; i < m; ++i) {
+        if (scratch.component[i] == kInfPenalty) scratch.passed_over[i] = note.pass_over;
         scratch.scores[i] += parts[c].weight * scratch.component[i];
         scratch.tiebreak[i] += scratch.component_tiebreak[i];
       }
@@ -382,11 +397,15 @@ Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& mo
   // The candidates' rows get their scores and predictions, and are marked when the picker chose
   // among the scores up to a cutoff (the top-K and band pickers record that set): one pass,
   // after the pick.
+  const bool blended = count > 1;
   const auto record = [&](double cutoff) {
     const bool has_cutoff = cutoff > -std::numeric_limits<double>::infinity();
     for (size_t i = 0; i < m; ++i) {
       CandidateRow& row = scratch.rows[candidate_rows[i]];
       row.score = scratch.scores[i];
+      // Alone, a strategy's +Inf is the score itself (read as "pass over"); in a blend only the
+      // mark keeps it.
+      if (blended) row.passed_over = scratch.passed_over[i];
       if (eased) row.synthetic_load = scratch.inputs[i].synthetic_load;
       if (predicted) {
         row.predicted_ttft = static_cast<float>(scratch.inputs[i].predicted_ttft);

@@ -65,6 +65,15 @@ struct ScoringContext {
   const PrefixProbe* prefix = nullptr;  // the request's prompt blocks and the index; or none
 };
 
+// Why a strategy passed a candidate over (scored it +Inf) instead of excluding it. In a blend
+// such a candidate still competes, with kInfPenalty × the component's weight in its score.
+enum class PassOver : uint8_t {
+  kNone = 0,
+  kKvCritical,  // load-balance: free KV cache below kv_critical_free
+};
+
+std::string_view passOverName(PassOver reason);
+
 struct ScoreNote {
   // The strategy relaxed its own rule because it would have excluded every candidate
   // (e.g. every replica below the KV-critical threshold: the most headroom wins).
@@ -89,6 +98,8 @@ struct ScoreNote {
   bool hold = false;
   // The strategy had no profile for some candidate and scored like load-balance instead.
   bool fallback = false;
+  // What a score of +Inf means from this strategy (the router marks those candidates' rows).
+  PassOver pass_over = PassOver::kNone;
 };
 
 class Strategy {

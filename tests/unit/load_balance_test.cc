@@ -153,11 +153,28 @@ TEST_F(LoadBalanceTest, KvCriticalReplicaIsSkippedButNeverFailsTheRequest) {
   EXPECT_TRUE(std::isinf(score(d, 0)));
   EXPECT_EQ(d.chosen, 1);
   EXPECT_FALSE(d.relaxed);
+  EXPECT_EQ(d.rows[0].passed_over, PassOver::kNone);  // alone, the +Inf score says it
 
   set(1, 30, 1000, 0.97);  // now every replica is critical: the most headroom wins
   d = decide("load-balance");
   EXPECT_EQ(d.chosen, 0);
   EXPECT_TRUE(d.relaxed);
+}
+
+// In a blend the critical replica keeps a finite score (the penalty times load-balance's weight),
+// so only its row's mark says that load-balance passed it over.
+TEST_F(LoadBalanceTest, ABlendMarksTheReplicaLoadBalancePassedOver) {
+  build(3);
+  set(0, 0, 1000, 0.95);
+  set(1, 1, 1000, 0.2);
+  set(2, 2, 1000, 0.2);
+  const Decision d = decide("least-request:1,load-balance:1");
+  EXPECT_TRUE(std::isfinite(score(d, 0)));
+  EXPECT_DOUBLE_EQ(score(d, 0), kInfPenalty);  // least-request 0 + load-balance's penalty
+  EXPECT_EQ(d.rows[0].passed_over, PassOver::kKvCritical);
+  EXPECT_EQ(d.rows[1].passed_over, PassOver::kNone);
+  EXPECT_EQ(d.rows[2].passed_over, PassOver::kNone);
+  EXPECT_EQ(d.chosen, 1);
 }
 
 TEST_F(LoadBalanceTest, TiesGoToLeastCombinedKvUsageThenRandom) {

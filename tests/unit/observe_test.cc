@@ -108,6 +108,23 @@ TEST(DecisionHeader, ShowsTheTopKSetAndSlowStartLoad) {
       << out;
 }
 
+// A blend (prefix-cache's auto-blend) whose load-balance half passed replica 1 over: its score,
+// 1.6, is the penalty, and only the mark says why.
+TEST(DecisionHeader, NamesTheCandidatesAStrategyPassedOverAndWhy) {
+  const fleet::FleetSnapshot snapshot = makeSnapshot(3);
+  routing::CandidateRow rows[3] = {{0, {}, 0.5}, {1, {}, 1.6}, {2, {}, 1.0}};
+  rows[1].passed_over = routing::PassOver::kKvCritical;
+  routing::Decision d{.chosen = 0, .strategy = "prefix-cache", .candidates = 3, .ready = 3};
+  d.rows = rows;
+  std::string out;
+  appendDecisionHeader(out, d, snapshot.models[0]);
+  EXPECT_TRUE(out.ends_with("; passed_over=10.0.0.1:8000(kv_critical)")) << out;
+  rows[1].passed_over = routing::PassOver::kNone;  // nothing passed over: no field
+  out.clear();
+  appendDecisionHeader(out, d, snapshot.models[0]);
+  EXPECT_EQ(out.find("passed_over"), std::string::npos) << out;
+}
+
 TEST(Metrics, ShardsAreSummedAtScrapeAndPassTheFormat) {
   MetricsRegistry registry(2);
   const fleet::FleetSnapshot snapshot = makeSnapshot(2);
@@ -162,6 +179,7 @@ TEST(Observer, RecordsADecisionAndAnExplainHeader) {
   WorkerObserver& w = hub.worker(0);
   const fleet::FleetSnapshot snapshot = makeSnapshot(2);
   routing::CandidateRow rows[2] = {{0, routing::Exclusion::kNone, 1}, {1, {}, 2}};
+  rows[1].passed_over = routing::PassOver::kKvCritical;
   routing::Decision d;
   d.chosen = 0;
   d.strategy = "random";
@@ -180,6 +198,8 @@ TEST(Observer, RecordsADecisionAndAnExplainHeader) {
   const std::string json = renderDecisionsJson(records, hub.metrics(), 10);
   EXPECT_NE(json.find(R"("request_id":"req-1")"), std::string::npos) << json;
   EXPECT_NE(json.find(R"("chosen":"10.0.0.0:8000")"), std::string::npos) << json;
+  EXPECT_NE(json.find(R"("score":2,"passed_over":"kv_critical")"), std::string::npos) << json;
+  EXPECT_EQ(json.find(R"("score":1,"passed_over")"), std::string::npos) << json;
   EXPECT_EQ(json.find("chosen_labels"), std::string::npos);
   // With a snapshot, the chosen replica's labels come along.
   const std::string labelled = renderDecisionsJson(records, hub.metrics(), 10, &snapshot);

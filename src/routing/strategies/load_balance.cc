@@ -105,6 +105,7 @@ ScoreNote scoreCandidates(const ScoringContext& context, std::span<const uint32_
   }
   if (gathered && !candidates.empty() && !any_finite()) return relaxToHeadroom(context, scores);
   ScoreNote note;
+  note.pass_over = PassOver::kKvCritical;  // the only +Inf it gives
   note.eased = gathered;
   if (terms.band) note.band = context.model.load_balance.fastest_within;
   return note;
