@@ -2,12 +2,15 @@
 or gateway) on OS-chosen loopback ports, and reading a metric from Prometheus text."""
 import signal
 import subprocess
+import threading
 import time
 
 
-def start(binary, args):
-    """Starts `BINARY ARGS` and returns (process, ports) from its `listening` line."""
-    proc = subprocess.Popen([binary] + args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+def start(binary, args, log=None):
+    """Starts `BINARY ARGS` and returns (process, ports) from its `listening` line. What it prints
+    after that (its log) is read on a thread, so that a full pipe never stalls it, into the file
+    `log` or nowhere."""
+    proc = subprocess.Popen([binary] + args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
     deadline = time.time() + 30
     while time.time() < deadline:
@@ -15,9 +18,22 @@ def start(binary, args):
         if not line:
             break
         if line.startswith("listening"):
+            threading.Thread(target=_drain, args=(proc.stdout, log), daemon=True).start()
             return proc, [int(a.rsplit(":", 1)[1]) for a in line.split()[1:]]
     proc.kill()
     raise RuntimeError("switchyard %s did not start" % args[0])
+
+
+def _drain(stream, log):
+    out = open(log, "w") if log else None
+    try:
+        for line in stream:
+            if out:
+                out.write(line)
+                out.flush()
+    finally:
+        if out:
+            out.close()
 
 
 def stop(proc):

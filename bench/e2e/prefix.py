@@ -36,7 +36,8 @@ load-balance of the same run. Goal (chat): prefix-cache TTFT p50 <= 0.5x load-ba
 
 PREFIX_EXPLAIN=1 records every request's routing decision (decisions-<workload>-<strategy>.jsonl
 in PREFIX_OUT) and splits each prefix-cache run's TTFT by placement: to a replica holding the
-longest match, away from one, or where no candidate held any block.
+longest match, away from one, or where no candidate held any block. The gateways' logs are kept
+too (gateway-<strategy>-<i>.log, the last workload's run), with every health exclusion and why.
 
 Loopback only; bounded (PREFIX_SECONDS per run); every process it starts is stopped on exit.
 """
@@ -87,8 +88,8 @@ EXPLAIN = os.environ.get("PREFIX_EXPLAIN", "0") == "1"
 MODEL = "llama2-7b"
 
 
-def start(args):
-    return bench_procs.start(BIN, args)
+def start(args, log=None):
+    return bench_procs.start(BIN, args, log)
 
 
 async def get_metrics(port):
@@ -313,7 +314,10 @@ def start_fleet(strategy):
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
         f.write(config)
         config_file = f.name
-    gateways = [start(["gateway", "--config", config_file]) for _ in range(GATEWAYS)]
+    # With PREFIX_EXPLAIN the gateways' logs are kept: they say why a replica was excluded.
+    gateways = [start(["gateway", "--config", config_file],
+                      os.path.join(OUT, "gateway-%s-%d.log" % (strategy, i)) if EXPLAIN else None)
+                for i in range(GATEWAYS)]
     os.unlink(config_file)
     return engine, ports, gateways
 
