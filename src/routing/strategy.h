@@ -63,6 +63,9 @@ struct ScoringContext {
   std::span<CandidateInputs> inputs;  // scratch sized like the candidates; contents undefined
   bool dry_run = false;  // an explanation, not a request: strategies must not change state
   const PrefixProbe* prefix = nullptr;  // the request's prompt blocks and the index; or none
+  // A component scored before this one wrote the candidates' prefix fields in `inputs`
+  // (ScoreNote::prefix): a blend's later components may read them.
+  bool prefix_matched = false;
 };
 
 // Why a strategy passed a candidate over (scored it +Inf) instead of excluding it. In a blend

@@ -179,10 +179,11 @@ class FixedProbe final : public routing::PrefixProbe {
       : model_(model), matched_(std::move(matched)), weights_(std::move(weights)) {}
   routing::PrefixMatch match(const fleet::ReplicaState& replica) const override {
     for (size_t i = 0; i < model_.replicas.size(); ++i) {
-      if (model_.replicas[i].state.get() == &replica) return {matched_[i], false};
+      if (model_.replicas[i].state.get() == &replica) return {matched_[i], exact};
     }
     return {};
   }
+  bool exact = false;  // the matches are the replicas' KV events' (precise mode)
   double homeWeight(std::string_view, const fleet::ReplicaEntry& replica) const override {
     for (size_t i = 0; i < weights_.size(); ++i) {
       if (model_.replicas[i].state == replica.state) return weights_[i];
@@ -246,6 +247,43 @@ TEST_F(PrefixRoutingTest, TheLongestMatchWinsAndEveryRowShowsItsMatch) {
     EXPECT_EQ(d.rows[2].prefix_blocks, 0);
     EXPECT_EQ(d.rows[3].prefix_blocks, 5);
   }
+}
+
+// Load-balance passes over a replica whose free KV cache is below kv_critical_free (10 %). A
+// replica that holds the prompt's prefix by its KV events and queues nothing is not under
+// pressure: its cache is full of cached contexts, its own among them, and it still admits.
+TEST_F(PrefixRoutingTest, AnExactHolderThatQueuesNothingIsNotPassedOverForItsFullCache) {
+  build(2);
+  const auto signals = [&](int i, double kv_usage, double waiting) {
+    fleet::EngineSignals s;
+    s.running = 0;
+    s.waiting = waiting;
+    s.kv_usage = kv_usage;
+    model().replicas[i].state->storeSignals(s, 5 * kNsPerSec);
+  };
+  signals(0, 0.95, 0);
+  signals(1, 0.2, 0);
+  FixedProbe probe(model(), {9, 0});
+  probe.total_blocks = 10;
+  probe.exact = true;
+  routing::Decision d = decide("prefix-cache", &probe);
+  EXPECT_EQ(d.chosen, 0);
+  EXPECT_EQ(d.rows[0].passed_over, routing::PassOver::kNone);
+  // A queue at the holder: full in earnest.
+  signals(0, 0.95, 2);
+  d = decide("prefix-cache", &probe);
+  EXPECT_EQ(d.chosen, 1);
+  EXPECT_EQ(d.rows[0].passed_over, routing::PassOver::kKvCritical);
+  // An approximate match is a guess: no exception.
+  signals(0, 0.95, 0);
+  probe.exact = false;
+  EXPECT_EQ(decide("prefix-cache", &probe).rows[0].passed_over, routing::PassOver::kKvCritical);
+  // Load-balance scored before prefix-cache in an explicit blend knows no match yet.
+  probe.exact = true;
+  d = decide("load-balance:1,prefix-cache:1", &probe);
+  EXPECT_EQ(d.rows[0].passed_over, routing::PassOver::kKvCritical);
+  EXPECT_EQ(decide("prefix-cache:1,load-balance:1", &probe).rows[0].passed_over,
+            routing::PassOver::kNone);
 }
 
 TEST_F(PrefixRoutingTest, WithoutAMatchLoadDecides) {

@@ -26,6 +26,7 @@ struct Terms {
   bool utilization;         // the utilization score (a batching curve is known somewhere)
   bool band;                // fastest within a band: the tiebreak is the predicted speed
   bool shape_learned;       // prefill and decode both learned somewhere (shape-aware)
+  bool prefix;              // a blend's prefix-cache part has scored: the matches are known
   double fallback_decode;   // capacity of a replica without an estimate: the model's mean, or
                             // 1 when nothing is learned (equal capacities)
   double mean_prefill;
@@ -44,6 +45,7 @@ Terms termsOf(const ScoringContext& context) {
   t.utilization = p.score == fleet::LoadBalanceScore::kUtilization && !std::isnan(means.slowdown);
   t.band = t.utilization && p.fastest_within > 0;
   t.shape_learned = !std::isnan(means.decode) && !std::isnan(means.prefill);
+  t.prefix = context.prefix_matched;
   t.fallback_decode = std::isnan(means.decode) ? 1.0 : means.decode;
   t.mean_prefill = means.prefill;
   t.mean_slowdown = means.slowdown;
@@ -54,7 +56,13 @@ Terms termsOf(const ScoringContext& context) {
 // factor, or 0 when the candidate is critical (its score is then +Inf).
 inline double kvFactor(const CandidateInputs& in, const Terms& t, double& tiebreak) {
   tiebreak = in.kv_usage + in.cpu_kv_usage;
-  if (1.0 - in.kv_usage < t.kv_critical_free) return 0;
+  // A replica whose KV events show it holding the prompt's prefix needs only the rest, and one
+  // whose engine queues nothing still admits: its full cache is its own cached context, not
+  // pressure. A queue there means it is full in earnest.
+  if (1.0 - in.kv_usage < t.kv_critical_free &&
+      !(t.prefix && in.prefix_exact && in.prefix_blocks > 0 && in.waiting == 0)) {
+    return 0;
+  }
   return 1.0 + t.kv_alpha * in.kv_usage * in.kv_usage;
 }
 
@@ -88,6 +96,10 @@ ScoreNote scoreCandidates(const ScoringContext& context, std::span<const uint32_
     const fleet::ReplicaState& replica = context.model.stateAt(candidates[i]);
     CandidateInputs in;
     internal::readCandidate(replica, now, max_age, in);
+    if (terms.prefix) {
+      in.prefix_blocks = context.inputs[i].prefix_blocks;
+      in.prefix_exact = context.inputs[i].prefix_exact;
+    }
     if (!in.fresh || (terms.lambda > 0 && in.waiting < 0) ||
         replica.readySince() != fleet::ReplicaState::kEstablished) {
       plain = false;
