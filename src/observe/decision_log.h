@@ -39,7 +39,7 @@ struct DecisionRecord {
     uint32_t replica_slot = 0;
     uint8_t excluded = 0;  // routing::Exclusion
     bool in_pick_set = false;  // top-K: among the replicas the random pick was made from
-    uint8_t passed_over = 0;   // routing::PassOver: a strategy scored it +Inf, and why
+    uint8_t passed_over = 0;   // routing::PassOver: a blend's component scored it +Inf, and why
     double score = 0;
     double synthetic_load = 0;  // slow start's part of the score
     float predicted_ttft = -1;  // SLO routing: predicted latency (seconds; -1 none)

@@ -40,7 +40,7 @@ struct CandidateRow {
   int32_t prefix_blocks = -1;  // prefix-cache: leading prompt blocks cached here (-1: not asked)
   bool prefix_exact = false;   // ... per the replica's KV events (else the approximate index)
   bool prefix_home = false;    // ... no candidate known to hold the prefix: its home replica
-  PassOver passed_over = PassOver::kNone;  // a strategy (a blend's component) scored it +Inf
+  PassOver passed_over = PassOver::kNone;  // a blend's component scored it +Inf (alone: score)
 };
 
 struct Decision {
@@ -96,7 +96,7 @@ struct RoutingScratch {
   std::vector<double> tiebreak;
   std::vector<double> component;  // one blend component's scores
   std::vector<double> component_tiebreak;
-  std::vector<PassOver> passed_over;  // per candidate: a strategy scored it +Inf, and why
+  std::vector<PassOver> passed_over;  // per candidate: a blend's component scored it +Inf
   std::vector<CandidateInputs> inputs;
   std::vector<uint32_t> pick_order;  // pickTopK's working set
 };

@@ -386,7 +386,7 @@ Decision route(const fleet::FleetSnapshot& snapshot, const fleet::ModelEntry& mo
       predicted |= note.predicted;
       prefix |= note.prefix;
       decision.slo_fallback |= note.fallback;
-      context.prefix_matched |= note.prefix;
+      context.prefix_matched = prefix;  // later components may read the matches
       normalise(scratch.component);
       for (size_t i = 0; i < m; ++i) {
         if (scratch.component[i] == kInfPenalty) scratch.passed_over[i] = note.pass_over;
