@@ -36,7 +36,8 @@ load-balance of the same run. Goal (chat): prefix-cache TTFT p50 <= 0.5x load-ba
 
 PREFIX_EXPLAIN=1 records every request's routing decision (decisions-<workload>-<strategy>.jsonl
 in PREFIX_OUT) and splits each prefix-cache run's TTFT by placement: to a replica holding the
-longest match, away from one, or where no candidate held any block. The gateways' logs are kept
+longest match, away from one, or where no candidate held any block (the session's first request,
+or a prefix evicted everywhere). The gateways' logs are kept
 too (gateway-<strategy>-<i>.log, the last workload's run), with every health exclusion and why.
 
 Loopback only; bounded (PREFIX_SECONDS per run); every process it starts is stopped on exit.
@@ -375,7 +376,7 @@ async def run(workload, strategy):
                 # Counted so, not dropped, or an overloaded fleet would look faster.
                 ttft = e2e
             records.append({"sent": sent - t0, "status": status, "ttft": ttft, "e2e": e2e,
-                            "decision": decision,
+                            "decision": decision, "session": session,
                             "tokens": len(json.dumps(payload["messages"])) // 4})
             return think
 
@@ -442,14 +443,24 @@ def explain_report(workload, strategy, records, say):
     path = os.path.join(OUT, "decisions-%s-%s.jsonl" % (workload, strategy))
     with open(path, "w") as f:
         for r in records:
-            f.write(json.dumps({k: r[k] for k in ("sent", "status", "ttft", "e2e", "decision")})
-                    + "\n")
+            f.write(json.dumps({k: r[k] for k in ("sent", "status", "ttft", "e2e", "decision",
+                                                  "session")}) + "\n")
+    # A miss on a session's first request is the cold start every strategy pays; a later one
+    # means its prefix was evicted everywhere (or never learned).
+    seen, where_of = set(), {}
+    for r in sorted(records, key=lambda r: r["sent"]):
+        where = placement(r["decision"])
+        if where == "none":
+            where = "none, evicted" if r["session"] in seen else "none, first of its session"
+        seen.add(r["session"])
+        where_of[id(r)] = where
     measured = [r for r in records if r["status"] == 200 and r["sent"] >= WARMUP and
                 r["ttft"] is not None]
-    for where in ("held", "away", "away, holder kv_critical", "none"):
-        ttfts = [r["ttft"] for r in measured if placement(r["decision"]) == where]
+    for where in ("held", "away", "away, holder kv_critical", "none, first of its session",
+                  "none, evicted"):
+        ttfts = [r["ttft"] for r in measured if where_of[id(r)] == where]
         if ttfts:
-            say("    %-26s %5d requests (%4.1f%%)  TTFT p50 %7.0fms  p90 %7.0fms" % (
+            say("    %-28s %5d requests (%4.1f%%)  TTFT p50 %7.0fms  p90 %7.0fms" % (
                 where, len(ttfts), 100.0 * len(ttfts) / len(measured), pct(ttfts, 0.5) * 1e3,
                 pct(ttfts, 0.9) * 1e3))
     say("    decisions: %s" % path)
