@@ -36,8 +36,9 @@ load-balance of the same run. Goal (chat): prefix-cache TTFT p50 <= 0.5x load-ba
 
 PREFIX_EXPLAIN=1 records every request's routing decision (decisions-<workload>-<strategy>.jsonl
 in PREFIX_OUT) and splits each prefix-cache run's TTFT by placement: to a replica holding the
-longest match, away from one, or where no candidate held any block (the session's first request,
-or a prefix evicted everywhere). The gateways' logs are kept
+longest match, away from one, or where no candidate held any block: the session's first request,
+or a later one ("seen before": its prefix evicted everywhere, or with the approximate index one
+this gateway never learned or forgot). The gateways' logs are kept
 too (gateway-<strategy>-<i>.log, the last workload's run), with every health exclusion and why.
 
 Loopback only; bounded (PREFIX_SECONDS per run); every process it starts is stopped on exit.
@@ -446,18 +447,19 @@ def explain_report(workload, strategy, records, say):
             f.write(json.dumps({k: r[k] for k in ("sent", "status", "ttft", "e2e", "decision",
                                                   "session")}) + "\n")
     # A miss on a session's first request is the cold start every strategy pays; a later one
-    # means its prefix was evicted everywhere (or never learned).
+    # means its prefix was evicted everywhere (or, approximate, unknown to this gateway).
     seen, where_of = set(), {}
     for r in sorted(records, key=lambda r: r["sent"]):
         where = placement(r["decision"])
         if where == "none":
-            where = "none, evicted" if r["session"] in seen else "none, first of its session"
+            where = ("none, session seen before" if r["session"] in seen else
+                     "none, first of its session")
         seen.add(r["session"])
         where_of[id(r)] = where
     measured = [r for r in records if r["status"] == 200 and r["sent"] >= WARMUP and
                 r["ttft"] is not None]
     for where in ("held", "away", "away, holder kv_critical", "none, first of its session",
-                  "none, evicted"):
+                  "none, session seen before"):
         ttfts = [r["ttft"] for r in measured if where_of[id(r)] == where]
         if ttfts:
             say("    %-28s %5d requests (%4.1f%%)  TTFT p50 %7.0fms  p90 %7.0fms" % (
