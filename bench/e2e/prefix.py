@@ -38,8 +38,8 @@ PREFIX_EXPLAIN=1 records every request's routing decision (decisions-<workload>-
 in PREFIX_OUT) and splits each prefix-cache run's TTFT by placement: to a replica holding the
 longest match, away from one, or where no candidate held any block: the session's first request,
 or a later one ("seen before": its prefix evicted everywhere, or with the approximate index one
-this gateway never learned or forgot). The gateways' logs are kept
-too (gateway-<strategy>-<i>.log, the last workload's run), with every health exclusion and why.
+this gateway never learned or forgot). The gateways' logs are kept too
+(gateway-<strategy>-<i>.log, the last workload's run), with every health exclusion and why.
 
 Loopback only; bounded (PREFIX_SECONDS per run); every process it starts is stopped on exit.
 """

@@ -250,8 +250,8 @@ TEST_F(PrefixRoutingTest, TheLongestMatchWinsAndEveryRowShowsItsMatch) {
 }
 
 // Load-balance passes over a replica whose free KV cache is below kv_critical_free (10 %). A
-// replica that holds the prompt's prefix by its KV events and queues nothing is not under
-// pressure: its cache is full of cached contexts, its own among them, and it still admits.
+// replica that holds the prompt's prefix by its KV events and queues nothing is not passed over:
+// the request needs only the blocks past its match, and nothing is queued ahead of it.
 TEST_F(PrefixRoutingTest, AnExactHolderThatQueuesNothingIsNotPassedOverForItsFullCache) {
   build(2);
   const auto signals = [&](int i, double kv_usage, double waiting) {

@@ -56,9 +56,9 @@ Terms termsOf(const ScoringContext& context) {
 // factor, or 0 when the candidate is critical (its score is then +Inf).
 inline double kvFactor(const CandidateInputs& in, const Terms& t, double& tiebreak) {
   tiebreak = in.kv_usage + in.cpu_kv_usage;
-  // A replica whose KV events show it holding the prompt's prefix needs only the rest, and one
-  // whose engine queues nothing still admits: its full cache is its own cached context, not
-  // pressure. A queue there means it is full in earnest.
+  // A replica whose KV events show it holding the prompt's prefix needs only the blocks past
+  // the match, and one whose engine queues nothing takes them as soon as they fit. A queue
+  // there means it is full in earnest.
   if (1.0 - in.kv_usage < t.kv_critical_free &&
       !(t.prefix && in.prefix_exact && in.prefix_blocks > 0 && in.waiting == 0)) {
     return 0;
