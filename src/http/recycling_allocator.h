@@ -7,8 +7,11 @@
 // upstream connections"). A worker reuses the same few hundred nodes instead.
 //
 // Blocks up to 512 bytes are recycled in four classes (64, 128, 256, 512 bytes); larger ones go
-// straight to operator new. A list keeps at most kMaxFreePerClass blocks, so a thread holds at
-// most about half a megabyte of them after a peak. A block freed on another thread joins that
+// straight to operator new. A list keeps at most kMaxFreeBytesPerClass of blocks (4,096 of 64
+// bytes, 512 of 512), so a thread holds at most 1 MiB of them after a peak. The bound is in
+// bytes, not blocks, because the small classes are the busy ones: at 256 connections a worker
+// parses a burst of answers at once, five or six 64-byte field nodes each, and a list capped at
+// 512 blocks sent most of each burst's nodes back through malloc (docs/benchmarks.md). A block freed on another thread joins that
 // thread's lists. Sanitizer builds pass every block through to operator new and delete, so a use
 // after free is still caught. Thread-safe (nothing is shared between threads).
 #pragma once
@@ -36,7 +39,7 @@ inline constexpr bool kRecycleBlocks = true;
 class BlockLists {
  public:
   static constexpr std::array<size_t, 4> kClassBytes = {64, 128, 256, 512};
-  static constexpr size_t kMaxFreePerClass = 512;
+  static constexpr size_t kMaxFreeBytesPerClass = 256 * 1024;
 
   BlockLists() = default;
   BlockLists(const BlockLists&) = delete;
@@ -63,7 +66,7 @@ class BlockLists {
   }
   void give(void* block, size_t bytes) noexcept {
     const size_t c = classOf(bytes);
-    if (c == kNoClass || counts_[c] >= kMaxFreePerClass) {
+    if (c == kNoClass || counts_[c] * kClassBytes[c] >= kMaxFreeBytesPerClass) {
       ::operator delete(block);
       return;
     }
