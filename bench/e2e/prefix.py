@@ -3,8 +3,8 @@
 
 Eight emulated replicas of llama2-7b (PREFIX_GPUS, two GPU types) with prefix caching on, in one
 engine process, behind one gateway (PREFIX_WORKERS workers, default 1; PREFIX_GATEWAYS gateways,
-default 1). Three workloads, each run once per strategy on a fresh engine and gateway with the
-same seeded users:
+default 1; llm-d's shape behind eight, below). Four workloads, each run once per strategy on a
+fresh engine and gateways with the same seeded users:
 
   chat    multi-turn chats with a growing history: PREFIX_CHAT_USERS users, each in a
           conversation of 4-10 turns (a short system prompt, then every turn sends the whole
@@ -20,19 +20,23 @@ same seeded users:
           that context plus a new ~1,200-token question. The default group count makes the
           contexts need about three quarters of the fleet's KV cache (read from the engines'
           vllm:cache_config_info num_gpu_blocks). Reported besides: TTFT p90 and throughput
-          (requests completed per second after the warm-up). Closed loop (0.2-1 s of thinking),
-          or with PREFIX_LLMD_RATE=R open loop: Poisson arrivals at R requests/s, as llm-d
-          offered fixed rates.
+          (requests completed per second after the warm-up). Open loop as llm-d offered fixed
+          rates: Poisson arrivals at PREFIX_LLMD_RATE requests/s (4.5; 0: a closed loop of users
+          thinking 0.2-1 s). It runs as the goal is measured: PREFIX_LLMD_GATEWAYS gateways (8),
+          PREFIX_LLMD_SECONDS (150) with PREFIX_LLMD_WARMUP (20) not counted, one user per
+          group; PREFIX_GATEWAYS, PREFIX_SECONDS and PREFIX_WARMUP apply to it only when its
+          own knob is unset.
 
 Strategies (PREFIX_STRATEGIES): least-request, load-balance, session (load-balance with the
 x-session-id header: the gateway pins each conversation / user to the replica of its first
 request), prefix-cache (approximate: `routing.prefix_cache.mode: approximate`),
-prefix-cache-precise (the engines publish KV events, `mode: precise`: docs/routing.md). Per workload and strategy: TTFT p50/p99 (time to the first
-content token of a streamed answer), E2E p99, the engines' prefix-cache hit rate (hits ÷ queried
-tokens, vllm:prefix_cache_*), and max ÷ mean in-flight across replicas (each engine's running +
-waiting, sampled every 0.25 s, averaged over the samples with any load). Ratios against
-load-balance of the same run. Goal (chat): prefix-cache TTFT p50 <= 0.5x load-balance's, E2E p99
-<= load-balance's, max/mean in-flight <= 1.5.
+prefix-cache-precise (the engines publish KV events, `mode: precise`: docs/routing.md). Per
+workload and strategy: TTFT p50/p99 (time to the first content token of a streamed answer), E2E
+p99, the engines' prefix-cache hit rate (hits ÷ queried tokens, vllm:prefix_cache_*), and max ÷
+mean in-flight across replicas (each engine's running + waiting, sampled every 0.25 s, averaged
+over the samples with any load). Ratios against load-balance of the same run. Goal (chat):
+prefix-cache TTFT p50 <= 0.5x load-balance's, E2E p99 <= load-balance's, max/mean in-flight <=
+1.5. Goal (llmd): precise TTFT p90 <= 0.1x approximate's, throughput >= 1.2x.
 
 PREFIX_EXPLAIN=1 records every request's routing decision (decisions-<workload>-<strategy>.jsonl
 in PREFIX_OUT) and splits each prefix-cache run's TTFT by placement: to a replica holding the
@@ -69,10 +73,12 @@ STRATEGIES = os.environ.get("PREFIX_STRATEGIES",
                             "least-request,load-balance,session,prefix-cache,"
                             "prefix-cache-precise").split(",")
 LLMD_GROUPS = int(os.environ.get("PREFIX_LLMD_GROUPS", "0"))  # 0: 3/4 of the fleet's KV cache
-LLMD_USERS = int(os.environ.get("PREFIX_LLMD_USERS", "2"))
+LLMD_USERS = int(os.environ.get("PREFIX_LLMD_USERS", "1"))
 # llm-d's runs offer a fixed rate; > 0: Poisson arrivals at this many requests/s (each from a
-# random user of a random group), instead of the closed loop of users thinking 0.2-1 s.
-LLMD_RATE = float(os.environ.get("PREFIX_LLMD_RATE", "0"))
+# random user of a random group), 0: the closed loop of users thinking 0.2-1 s. 4.5/s is about
+# what this fleet serves when every request prefills only its question (docs/benchmarks.md,
+# "llm-d's shape at a fixed rate"): approximate routing falls behind there, precise keeps up.
+LLMD_RATE = float(os.environ.get("PREFIX_LLMD_RATE", "4.5"))
 # Gateway workers: each keeps its own index and they pass each other what they route
 # (docs/routing.md, "What the workers share"; PREFIX_CACHE_KEYS="share_between_workers: false"
 # to compare).
@@ -81,6 +87,34 @@ WORKERS = int(os.environ.get("PREFIX_WORKERS", "1"))
 # behind a front load balancer. Each learns its own approximate index and its own session pins;
 # what the engines publish (metrics, KV events) every gateway reads.
 GATEWAYS = int(os.environ.get("PREFIX_GATEWAYS", "1"))
+
+
+class RunShape:
+    """How long a workload's runs last, the warm-up not counted, and how many gateways."""
+
+    def __init__(self, seconds, warmup, gateways):
+        self.seconds, self.warmup, self.gateways = seconds, warmup, gateways
+
+
+def llmd_knob(name, shared, default):
+    """llm-d's shape runs as the goal is measured: a PREFIX_LLMD_* knob, else the knob every
+    workload shares when it is set, else llm-d's own default."""
+    return float(os.environ.get("PREFIX_LLMD_" + name, os.environ.get("PREFIX_" + shared,
+                                                                      default)))
+
+
+# Eight gateways that share nothing: the approximate index learns an eighth of the traffic in
+# each, as behind llm-d's several scheduler replicas; 150 s with 20 s of warm-up reach the
+# steady state where contexts are evicted and rebuilt (docs/benchmarks.md).
+SHAPES = {"llmd": RunShape(llmd_knob("SECONDS", "SECONDS", "150"),
+                           llmd_knob("WARMUP", "WARMUP", "20"),
+                           int(llmd_knob("GATEWAYS", "GATEWAYS", "8")))}
+
+
+def shape_of(workload):
+    return SHAPES.get(workload, RunShape(SECONDS, WARMUP, GATEWAYS))
+
+
 # Extra keys for routing.prefix_cache, e.g. "hot_spot_factor: 3" (docs/routing.md).
 CACHE_KEYS = os.environ.get("PREFIX_CACHE_KEYS", "")
 # PREFIX_EXPLAIN=1: every request asks for its decision (x-switchyard-explain), each run's requests
@@ -288,17 +322,33 @@ def free_port():
         return s.getsockname()[1]
 
 
-def start_fleet(strategy):
+def start_engines(precise):
+    """The engine process: (process, HTTP ports, KV-event (publish, replay) ports or None per
+    replica). The KV-event ports are chosen here, free when chosen; one taken by another process
+    before the engine binds it fails the start, so a failed start is tried again with new ones."""
+    for attempt in range(3):
+        events = [(free_port(), free_port()) if precise else None for _ in GPUS]
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+            for i, gpu in enumerate(GPUS):
+                extra = (", kv_events_endpoint: 'tcp://127.0.0.1:%d', kv_events_replay_endpoint: "
+                         "'tcp://127.0.0.1:%d'" % events[i]) if precise else ""
+                f.write("- {gpu: %s, model: %s, seed: %d%s}\n" % (gpu, MODEL, i + 1, extra))
+            replicas_file = f.name
+        try:
+            engine, ports = bench_procs.start(BIN, ["engine", "--replicas", replicas_file],
+                                              attempts=1)
+            return engine, ports, events
+        except RuntimeError as e:
+            if attempt == 2:
+                raise
+            print("  (engine start failed, trying again: %s)" % e, flush=True)
+        finally:
+            os.unlink(replicas_file)
+
+
+def start_fleet(strategy, gateway_count):
     precise = strategy == "prefix-cache-precise"
-    events = [(free_port(), free_port()) if precise else None for _ in GPUS]
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
-        for i, gpu in enumerate(GPUS):
-            extra = (", kv_events_endpoint: 'tcp://127.0.0.1:%d', kv_events_replay_endpoint: "
-                     "'tcp://127.0.0.1:%d'" % events[i]) if precise else ""
-            f.write("- {gpu: %s, model: %s, seed: %d%s}\n" % (gpu, MODEL, i + 1, extra))
-        replicas_file = f.name
-    engine, ports = start(["engine", "--replicas", replicas_file])
-    os.unlink(replicas_file)
+    engine, ports, events = start_engines(precise)
     lines = ""
     for p, g, e in zip(ports, GPUS, events):
         labels = "gpu: %s" % g
@@ -319,7 +369,7 @@ def start_fleet(strategy):
     # With PREFIX_EXPLAIN the gateways' logs are kept: they say why a replica was excluded.
     gateways = [start(["gateway", "--config", config_file],
                       os.path.join(OUT, "gateway-%s-%d.log" % (strategy, i)) if EXPLAIN else None)
-                for i in range(GATEWAYS)]
+                for i in range(gateway_count)]
     os.unlink(config_file)
     return engine, ports, gateways
 
@@ -343,7 +393,8 @@ def pct(values, p):
 
 
 async def run(workload, strategy):
-    engine, ports, gateways = start_fleet(strategy)
+    shape = shape_of(workload)
+    engine, ports, gateways = start_fleet(strategy, shape.gateways)
     front = random.Random(SEED + 77)  # which gateway each request goes to
     cls, count = USERS[workload]
     if workload == "llmd":
@@ -359,7 +410,7 @@ async def run(workload, strategy):
     try:
         before = [await get_metrics(p) for p in ports]
         t0 = time.time()
-        end = t0 + SECONDS
+        end = t0 + shape.seconds
 
         async def one(u, censor):
             """One request of user u, recorded; returns the user's think time."""
@@ -394,7 +445,7 @@ async def run(workload, strategy):
                     text = await get_metrics(p)
                     loads.append(metric(text, "vllm:num_requests_running") +
                                  metric(text, "vllm:num_requests_waiting"))
-                if time.time() - t0 > WARMUP:
+                if time.time() - t0 > shape.warmup:
                     samples.append(loads)
                 await asyncio.sleep(0.25)
 
@@ -424,11 +475,12 @@ async def run(workload, strategy):
     queries = sum(metric(a, "vllm:prefix_cache_queries_total") -
                   metric(b, "vllm:prefix_cache_queries_total") for a, b in zip(after, before))
     ratios = [max(s) / (sum(s) / len(s)) for s in samples if sum(s) > 0]
-    ok = [r for r in records if r["status"] == 200 and r["sent"] >= WARMUP]
+    ok = [r for r in records if r["status"] == 200 and r["sent"] >= shape.warmup]
     ttfts = [r["ttft"] for r in ok if r["ttft"] is not None]
-    done = [r for r in ok if r["sent"] + r["e2e"] <= SECONDS]
+    done = [r for r in ok if r["sent"] + r["e2e"] <= shape.seconds]
     return {"workload": workload, "strategy": strategy, "requests": len(ok),
-            "ttft_p90": pct(ttfts, 0.9), "throughput": len(done) / max(1e-9, SECONDS - WARMUP),
+            "ttft_p90": pct(ttfts, 0.9),
+            "throughput": len(done) / max(1e-9, shape.seconds - shape.warmup),
             "groups": Llmd.GROUPS if workload == "llmd" else 0,
             "failed": sum(1 for r in records if r["status"] != 200),
             "ttft_p50": pct(ttfts, 0.5), "ttft_p99": pct(ttfts, 0.99),
@@ -456,7 +508,8 @@ def explain_report(workload, strategy, records, say):
                      "none, first of its session")
         seen.add(r["session"])
         where_of[id(r)] = where
-    measured = [r for r in records if r["status"] == 200 and r["sent"] >= WARMUP and
+    warmup = shape_of(workload).warmup
+    measured = [r for r in records if r["status"] == 200 and r["sent"] >= warmup and
                 r["ttft"] is not None]
     for where in ("held", "away", "away, holder kv_critical", "none, first of its session",
                   "none, session seen before"):
@@ -477,10 +530,13 @@ def main():
         log.write(text + "\n")
         log.flush()
 
+    llmd = shape_of("llmd")
     say("command: make bench-prefix (PREFIX_GPUS=%s PREFIX_SECONDS=%g PREFIX_SEED=%d users "
-        "chat/system/rag=%d/%d/%d, PREFIX_WORKERS=%d, PREFIX_GATEWAYS=%d)" % (
+        "chat/system/rag=%d/%d/%d, PREFIX_WORKERS=%d, PREFIX_GATEWAYS=%d; llmd: "
+        "PREFIX_LLMD_SECONDS=%g PREFIX_LLMD_WARMUP=%g PREFIX_LLMD_GATEWAYS=%d "
+        "PREFIX_LLMD_RATE=%g PREFIX_LLMD_USERS=%d)" % (
             ",".join(GPUS), SECONDS, SEED, CHAT_USERS, SYSTEM_USERS, RAG_USERS, WORKERS,
-            GATEWAYS))
+            GATEWAYS, llmd.seconds, llmd.warmup, llmd.gateways, LLMD_RATE, LLMD_USERS))
     say("machine: nproc=%d, load average %s at start, %s" % (
         os.cpu_count(), " ".join(open("/proc/loadavg").read().split()[:3]),
         time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime())))
@@ -511,8 +567,10 @@ def main():
         if workload == "llmd":
             offered = ("open loop, %g requests/s offered" % LLMD_RATE if LLMD_RATE > 0 else
                        "closed loop")
-            say("  %d groups x %d users, %s; TTFT p90 and throughput (requests/s completed):" % (
-                rows[0]["groups"], LLMD_USERS, offered))
+            say("  %d groups x %d users, %s, %d gateways, %gs (%gs warm-up); TTFT p90 and "
+                "throughput (requests/s completed):" % (
+                    rows[0]["groups"], LLMD_USERS, offered, shape_of("llmd").gateways,
+                    shape_of("llmd").seconds, shape_of("llmd").warmup))
             for r in rows:
                 say("  %-20s TTFT p90 %8.0fms  throughput %6.2f/s" % (
                     r["strategy"], r["ttft_p90"] * 1e3, r["throughput"]))

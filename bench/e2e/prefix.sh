@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
 # Prefix-cache routing (`make bench-prefix`): eight emulated replicas of two GPU types with
-# prefix caching on, three workloads (multi-turn chats with a growing history, long shared
-# system prompts, RAG prompts repeating a few documents), strategies least-request,
-# load-balance, session affinity, prefix-cache (approximate) and prefix-cache-precise (from the
-# engines' KV events). TTFT p50/p99, E2E p99, the engines' prefix-
-# cache hit rate and max ÷ mean in-flight per workload and strategy, ratios against load-balance,
-# PASS/MISS against the chat goal. Table in build/bench-prefix/prefix.txt, CSV, and a PNG when
-# gnuplot is present. About 25 min with the defaults (4 workloads × 5 strategies × 40 s, plus
-# starts and the requests still in flight at the end of each run).
+# prefix caching on, four workloads (multi-turn chats with a growing history, long shared
+# system prompts, RAG prompts repeating a few documents, llm-d's shared-context shape behind
+# eight gateways at a fixed rate), strategies least-request, load-balance, session affinity,
+# prefix-cache (approximate) and prefix-cache-precise (from the engines' KV events). TTFT
+# p50/p99, E2E p99, the engines' prefix-cache hit rate and max ÷ mean in-flight per workload and
+# strategy, ratios against load-balance, PASS/MISS against the chat goal and llm-d's (TTFT p90,
+# throughput). Table in build/bench-prefix/prefix.txt, CSV, and a PNG when gnuplot is present.
+# About 30 min with the defaults (3 workloads × 5 strategies × 40 s, llm-d's shape 5 × 150 s,
+# plus starts and the requests still in flight at the end of each run).
 #
 # Environment (bench/e2e/prefix.py): PREFIX_GPUS=A10,A10,A10,A10,L20,L20,L20,L20
 #   PREFIX_SECONDS=40 PREFIX_WARMUP=5 PREFIX_SEED=7 PREFIX_CHAT_USERS=40 PREFIX_SYSTEM_USERS=40
 #   PREFIX_RAG_USERS=40 PREFIX_WORKLOADS=chat,system,rag,llmd (llmd: llm-d's shape, groups sharing
 #   a 6,000-token context with 1,200-token questions; PREFIX_LLMD_GROUPS=0 (3/4 of the fleet's KV)
-#   PREFIX_LLMD_USERS=2 per group; PREFIX_LLMD_RATE=R offers R requests/s open loop instead)
+#   PREFIX_LLMD_USERS=1 per group; PREFIX_LLMD_RATE=4.5 requests/s open loop, 0: closed loop;
+#   PREFIX_LLMD_GATEWAYS=8 PREFIX_LLMD_SECONDS=150 PREFIX_LLMD_WARMUP=20, each falling back to
+#   PREFIX_GATEWAYS / PREFIX_SECONDS / PREFIX_WARMUP when those are set)
 #   PREFIX_CACHE_KEYS="hot_spot_tokens: 2048" (extra routing.prefix_cache keys for every run)
 #   PREFIX_STRATEGIES=least-request,load-balance,session,prefix-cache,prefix-cache-precise
 #   (prefix-cache-precise: the engines publish KV events and the gateway routes on them)
