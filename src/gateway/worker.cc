@@ -130,6 +130,7 @@ asio::awaitable<void> Worker::Impl::serve(tcp::socket socket) {
   bool first = true;
   for (;;) {
     http::request_parser<http::string_body, switchyard::http::RecyclingAllocator<char>> parser;
+    parser.get().body().swap(conn.spare_body);  // empty: the body is appended to it
     parser.header_limit(static_cast<uint32_t>(caps.max_header_bytes));
     parser.body_limit(config.max_body_bytes);
     conn.stream.expires_after(
@@ -231,6 +232,11 @@ asio::awaitable<void> Worker::Impl::serve(tcp::socket socket) {
     }
     inflight.fetch_sub(1, std::memory_order_relaxed);
     if (!keep_alive || stopping.load(std::memory_order_relaxed)) break;
+    std::string& body = parser.get().body();
+    if (body.capacity() <= kSpareBodyBytes) {
+      body.clear();
+      conn.spare_body.swap(body);
+    }
   }
   conn.stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
   conn.stream.socket().close(ignored);

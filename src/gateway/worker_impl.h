@@ -64,6 +64,9 @@ using Request = http::request<http::string_body, RequestFields>;
 inline constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 
 inline constexpr size_t kPieceSize = 32 * 1024;
+// The largest request body string a connection keeps for its next request (ClientConnection::
+// spare_body): most chat bodies fit; a long prompt's memory goes back to the heap.
+inline constexpr size_t kSpareBodyBytes = 8 * 1024;
 // How long a request runs before the gateway watches its client for leaving (PeerWatchArming):
 // short enough that abandoned work stops within a tick of it, long enough that the requests
 // answered within milliseconds never pay for a watch.
@@ -107,6 +110,10 @@ struct ClientConnection {
   beast::flat_buffer upstream_buffer;
   std::string head;  // response head or upstream request head
   std::string aux;   // error bodies
+  // The last request's body string, cleared, for the next request on this connection: its
+  // memory is reused (and warm) instead of one malloc and free per request. Kept only when
+  // small (kSpareBodyBytes), so an idle connection does not hold a large body's memory.
+  std::string spare_body;
   std::unique_ptr<char[]> piece{new char[kPieceSize]};
   char generated_id[17] = {};
   std::string client_address;  // the peer's IP: the client, for queue fairness, absent a user

@@ -116,27 +116,26 @@ TEST(RelayTest, AnAnswerThatEndsWithItsConnectionIsRelayedWhole) {
   EXPECT_EQ(r.body, kAnswer);
 }
 
-TEST(RelayTest, RequestsPipelinedOnOneConnectionAreAnsweredInOrder) {
-  LoopbackServer upstream(std::string{kAnswer});
-  const TempFile config = oneReplicaConfig(upstream.port());
-  const Process gateway({"gateway", "--config", config.path()});
-  const std::string body = chatBody("llama2-7b", 4);
-  const std::string request = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
-                              "Content-Type: application/json\r\nContent-Length: " +
-                              std::to_string(body.size()) + "\r\n\r\n" + body;
-  // Three requests in one write: the second and third are buffered when the first is read.
+// A loopback connection with a 5-s receive timeout; -1 on failure.
+int connectTo(uint16_t port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(fd, 0);
+  if (fd < 0) return -1;
   timeval timeout{5, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(gateway.port());
-  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  const std::string all = request + request + request;
-  ASSERT_EQ(::send(fd, all.data(), all.size(), MSG_NOSIGNAL), static_cast<ssize_t>(all.size()));
-  std::string received;
+  addr.sin_port = htons(port);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Reads from fd into `received` until it holds `want` copies of kAnswer (or the peer stops);
+// returns how many it holds.
+size_t readAnswers(int fd, size_t want, std::string& received) {
   auto answers = [&] {
     size_t n = 0;
     for (size_t at = received.find(kAnswer); at != std::string::npos;
@@ -146,13 +145,30 @@ TEST(RelayTest, RequestsPipelinedOnOneConnectionAreAnsweredInOrder) {
     return n;
   };
   char buffer[4096];
-  while (answers() < 3) {
+  while (answers() < want) {
     const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
     if (n <= 0) break;
     received.append(buffer, static_cast<size_t>(n));
   }
+  return answers();
+}
+
+TEST(RelayTest, RequestsPipelinedOnOneConnectionAreAnsweredInOrder) {
+  LoopbackServer upstream(std::string{kAnswer});
+  const TempFile config = oneReplicaConfig(upstream.port());
+  const Process gateway({"gateway", "--config", config.path()});
+  const std::string body = chatBody("llama2-7b", 4);
+  const std::string request = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                              "Content-Type: application/json\r\nContent-Length: " +
+                              std::to_string(body.size()) + "\r\n\r\n" + body;
+  // Three requests in one write: the second and third are buffered when the first is read.
+  const int fd = connectTo(gateway.port());
+  ASSERT_GE(fd, 0);
+  const std::string all = request + request + request;
+  ASSERT_EQ(::send(fd, all.data(), all.size(), MSG_NOSIGNAL), static_cast<ssize_t>(all.size()));
+  std::string received;
+  EXPECT_EQ(readAnswers(fd, 3, received), 3u) << received;
   ::close(fd);
-  EXPECT_EQ(answers(), 3u) << received;
   size_t heads = 0;
   for (size_t at = received.find("HTTP/1.1 200 OK"); at != std::string::npos;
        at = received.find("HTTP/1.1 200 OK", at + 1)) {
@@ -160,6 +176,35 @@ TEST(RelayTest, RequestsPipelinedOnOneConnectionAreAnsweredInOrder) {
   }
   EXPECT_EQ(heads, 3u) << received;
   EXPECT_EQ(upstream.requests("/v1/chat/completions").size(), 3u);
+}
+
+TEST(RelayTest, EachRequestOnAKeptAliveConnectionForwardsItsOwnBodyWhole) {
+  // A connection reuses its last request's body string: a shorter body after a longer one must
+  // not carry the longer one's tail, and a body past the kept size is not kept.
+  LoopbackServer upstream(std::string{kAnswer});
+  const TempFile config = oneReplicaConfig(upstream.port());
+  const Process gateway({"gateway", "--config", config.path()});
+  auto body = [](size_t question_bytes) {
+    return "{\"model\":\"llama2-7b\",\"messages\":[{\"role\":\"user\",\"content\":\"" +
+           std::string(question_bytes, 'q') + "\"}],\"max_tokens\":4}";
+  };
+  const std::vector<std::string> bodies = {body(2000), body(10), body(500), body(20000),
+                                           body(30)};
+  const int fd = connectTo(gateway.port());
+  ASSERT_GE(fd, 0);
+  std::string received;
+  for (size_t i = 0; i < bodies.size(); ++i) {
+    const std::string request = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                                "Content-Type: application/json\r\nContent-Length: " +
+                                std::to_string(bodies[i].size()) + "\r\n\r\n" + bodies[i];
+    ASSERT_EQ(::send(fd, request.data(), request.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(request.size()));
+    ASSERT_EQ(readAnswers(fd, i + 1, received), i + 1) << received;
+  }
+  ::close(fd);
+  const auto forwarded = upstream.requests("/v1/chat/completions");
+  ASSERT_EQ(forwarded.size(), bodies.size());
+  for (size_t i = 0; i < bodies.size(); ++i) EXPECT_EQ(forwarded[i].body, bodies[i]) << i;
 }
 
 }  // namespace
