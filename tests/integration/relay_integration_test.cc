@@ -4,7 +4,6 @@
 // answer that ends with its connection, requests pipelined on one client connection.
 #include <gtest/gtest.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 
 #include <string>
 #include <vector>
@@ -114,23 +113,6 @@ TEST(RelayTest, AnAnswerThatEndsWithItsConnectionIsRelayedWhole) {
   ASSERT_TRUE(r.ok()) << r.error;
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.body, kAnswer);
-}
-
-// A loopback connection with a 5-s receive timeout; -1 on failure.
-int connectTo(uint16_t port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return -1;
-  timeval timeout{5, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(port);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
 }
 
 // Reads from fd into `received` until it holds `want` copies of kAnswer (or the peer stops);
