@@ -11,9 +11,10 @@
 // bytes, 512 of 512), so a thread holds at most 1 MiB of them after a peak. The bound is in
 // bytes, not blocks, because the small classes are the busy ones: at 256 connections a worker
 // parses a burst of answers at once, five or six 64-byte field nodes each, and a list capped at
-// 512 blocks sent most of each burst's nodes back through malloc (docs/benchmarks.md). A block freed on another thread joins that
-// thread's lists. Sanitizer builds pass every block through to operator new and delete, so a use
-// after free is still caught. Thread-safe (nothing is shared between threads).
+// 512 blocks sent most of each burst's nodes back through malloc (docs/benchmarks.md). A block
+// freed on another thread joins that thread's lists. Sanitizer builds pass every block through
+// to operator new and delete, so a use after free is still caught. Thread-safe (nothing is
+// shared between threads).
 #pragma once
 
 #include <array>
