@@ -21,7 +21,7 @@ fresh engine and gateways with the same seeded users:
           contexts need about three quarters of the fleet's KV cache (read from the engines'
           vllm:cache_config_info num_gpu_blocks). Reported besides: TTFT p90 and throughput
           (requests completed per second after the warm-up). Open loop as llm-d offered fixed
-          rates: Poisson arrivals at PREFIX_LLMD_RATE requests/s (4.5; 0: a closed loop of users
+          rates: Poisson arrivals at PREFIX_LLMD_RATE requests/s (5; 0: a closed loop of users
           thinking 0.2-1 s). It runs as the goal is measured: PREFIX_LLMD_GATEWAYS gateways (8),
           PREFIX_LLMD_SECONDS (150) with PREFIX_LLMD_WARMUP (20) not counted, one user per
           group; PREFIX_GATEWAYS, PREFIX_SECONDS and PREFIX_WARMUP apply to it only when its
@@ -75,10 +75,11 @@ STRATEGIES = os.environ.get("PREFIX_STRATEGIES",
 LLMD_GROUPS = int(os.environ.get("PREFIX_LLMD_GROUPS", "0"))  # 0: 3/4 of the fleet's KV cache
 LLMD_USERS = int(os.environ.get("PREFIX_LLMD_USERS", "1"))
 # llm-d's runs offer a fixed rate; > 0: Poisson arrivals at this many requests/s (each from a
-# random user of a random group), 0: the closed loop of users thinking 0.2-1 s. 4.5/s is about
-# what this fleet serves when every request prefills only its question (docs/benchmarks.md,
-# "llm-d's shape at a fixed rate"): approximate routing falls behind there, precise keeps up.
-LLMD_RATE = float(os.environ.get("PREFIX_LLMD_RATE", "4.5"))
+# random user of a random group), 0: the closed loop of users thinking 0.2-1 s. At 5/s precise
+# routing keeps up (it completes about 4.8/s) and approximate routing falls behind: a
+# throughput ratio needs an offered rate above what the weaker strategy serves
+# (docs/benchmarks.md, "The priced choice").
+LLMD_RATE = float(os.environ.get("PREFIX_LLMD_RATE", "5"))
 # Gateway workers: each keeps its own index and they pass each other what they route
 # (docs/routing.md, "What the workers share"; PREFIX_CACHE_KEYS="share_between_workers: false"
 # to compare).

@@ -14,7 +14,7 @@
 #   PREFIX_SECONDS=40 PREFIX_WARMUP=5 PREFIX_SEED=7 PREFIX_CHAT_USERS=40 PREFIX_SYSTEM_USERS=40
 #   PREFIX_RAG_USERS=40 PREFIX_WORKLOADS=chat,system,rag,llmd (llmd: llm-d's shape, groups sharing
 #   a 6,000-token context with 1,200-token questions; PREFIX_LLMD_GROUPS=0 (3/4 of the fleet's KV)
-#   PREFIX_LLMD_USERS=1 per group; PREFIX_LLMD_RATE=4.5 requests/s open loop, 0: closed loop;
+#   PREFIX_LLMD_USERS=1 per group; PREFIX_LLMD_RATE=5 requests/s open loop, 0: closed loop;
 #   PREFIX_LLMD_GATEWAYS=8 PREFIX_LLMD_SECONDS=150 PREFIX_LLMD_WARMUP=20, each falling back to
 #   PREFIX_GATEWAYS / PREFIX_SECONDS / PREFIX_WARMUP when those are set)
 #   PREFIX_CACHE_KEYS="hot_spot_tokens: 2048" (extra routing.prefix_cache keys for every run)

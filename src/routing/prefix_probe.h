@@ -43,6 +43,7 @@ class PrefixProbe {
   // ... plus one request in flight per this many matched tokens beyond the first as many (<= 0:
   // none): a long match saves its prefill on the holder, and rebuilding it elsewhere evicts as
   // much of other prefixes there. Shorter matches are guarded as if there were no allowance.
+  // Load-balance prices a queue at a KV-critical exact holder the same way (load_balance.cc).
   double hot_spot_tokens = 1536;
   // Consistent placement of a prefix no candidate is known to hold (strategies/prefix_cache.h):
   // the chain's hash after its first home_blocks blocks (the whole chain when shorter) ranks the

@@ -219,11 +219,27 @@ class PrefixRoutingTest : public ::testing::Test {
     return probe;
   }
   void running(int i, int64_t n) { model().replicas[i].state->counters().running.store(n); }
+  // Replica i's scraped engine signals: nothing running, `waiting` queued, `kv_usage` of its KV.
+  void signals(int i, double kv_usage, double waiting) {
+    fleet::EngineSignals s;
+    s.running = 0;
+    s.waiting = waiting;
+    s.kv_usage = kv_usage;
+    model().replicas[i].state->storeSignals(s, 5 * kNsPerSec);
+  }
   routing::Decision decide(std::string_view strategy, const routing::PrefixProbe* probe) {
     EXPECT_EQ(routing::parseStrategySpec(strategy, spec_), routing::SpecError::kNone);
     routing::RouteRequest request{&spec_, 5 * kNsPerSec, {}, {}};
     request.prefix = probe;
     return routing::route(*snapshot_, model(), request, rng_, scratch_);
+  }
+  // Two replicas, 0 holding the prompt's prefix: whether prefix-cache takes it or passes it over
+  // for its KV cache (replica 1 then).
+  void expectHolderTaken(const routing::PrefixProbe& probe, bool taken) {
+    const routing::Decision d = decide("prefix-cache", &probe);
+    EXPECT_EQ(d.chosen, taken ? 0 : 1);
+    EXPECT_EQ(d.rows[0].passed_over,
+              taken ? routing::PassOver::kNone : routing::PassOver::kKvCritical);
   }
 
   fleet::FleetRegistry registry_;
@@ -254,36 +270,47 @@ TEST_F(PrefixRoutingTest, TheLongestMatchWinsAndEveryRowShowsItsMatch) {
 // the request needs only the blocks past its match, and nothing is queued ahead of it.
 TEST_F(PrefixRoutingTest, AnExactHolderThatQueuesNothingIsNotPassedOverForItsFullCache) {
   build(2);
-  const auto signals = [&](int i, double kv_usage, double waiting) {
-    fleet::EngineSignals s;
-    s.running = 0;
-    s.waiting = waiting;
-    s.kv_usage = kv_usage;
-    model().replicas[i].state->storeSignals(s, 5 * kNsPerSec);
-  };
   signals(0, 0.95, 0);
   signals(1, 0.2, 0);
   FixedProbe probe(model(), {9, 0});
   probe.total_blocks = 10;
   probe.exact = true;
-  routing::Decision d = decide("prefix-cache", &probe);
-  EXPECT_EQ(d.chosen, 0);
-  EXPECT_EQ(d.rows[0].passed_over, routing::PassOver::kNone);
-  // A queue at the holder: full in earnest.
+  expectHolderTaken(probe, true);
+  // A queue at the holder, longer than 144 matched tokens pay for: full in earnest.
   signals(0, 0.95, 2);
-  d = decide("prefix-cache", &probe);
-  EXPECT_EQ(d.chosen, 1);
-  EXPECT_EQ(d.rows[0].passed_over, routing::PassOver::kKvCritical);
+  expectHolderTaken(probe, false);
   // An approximate match is a guess: no exception.
   signals(0, 0.95, 0);
   probe.exact = false;
-  EXPECT_EQ(decide("prefix-cache", &probe).rows[0].passed_over, routing::PassOver::kKvCritical);
+  expectHolderTaken(probe, false);
   // Load-balance scored before prefix-cache in an explicit blend knows no match yet.
   probe.exact = true;
-  d = decide("load-balance:1,prefix-cache:1", &probe);
+  const routing::Decision d = decide("load-balance:1,prefix-cache:1", &probe);
   EXPECT_EQ(d.rows[0].passed_over, routing::PassOver::kKvCritical);
   EXPECT_EQ(decide("prefix-cache:1,load-balance:1", &probe).rows[0].passed_over,
             routing::PassOver::kNone);
+}
+
+// A queue at a KV-critical exact holder is priced against the match: one queued request per
+// hot_spot_tokens matched, the request itself included. Past that the request goes where it
+// prefills the whole prompt sooner than it would wait here.
+TEST_F(PrefixRoutingTest, AnExactHolderIsWorthAsMuchQueueAsItsMatchPaysFor) {
+  build(2);
+  signals(1, 0.2, 0);
+  FixedProbe probe(model(), {9, 0});
+  probe.total_blocks = 10;
+  probe.exact = true;
+  probe.hot_spot_tokens = 48;  // 3 blocks: the 9 matched pay for this request and two queued
+  signals(0, 0.95, 2);
+  expectHolderTaken(probe, true);
+  signals(0, 0.95, 3);
+  expectHolderTaken(probe, false);
+  // Without a price for a match only an empty queue is worth it.
+  probe.hot_spot_tokens = 0;
+  signals(0, 0.95, 1);
+  expectHolderTaken(probe, false);
+  signals(0, 0.95, 0);
+  expectHolderTaken(probe, true);
 }
 
 TEST_F(PrefixRoutingTest, WithoutAMatchLoadDecides) {

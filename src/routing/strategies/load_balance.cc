@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "fleet/batching_curve.h"
+#include "routing/prefix_probe.h"
 #include "routing/strategies/load_signals.h"
 
 namespace switchyard::routing {
@@ -27,6 +28,7 @@ struct Terms {
   bool band;                // fastest within a band: the tiebreak is the predicted speed
   bool shape_learned;       // prefill and decode both learned somewhere (shape-aware)
   bool prefix;              // a blend's prefix-cache part has scored: the matches are known
+  double blocks_per_queued; // matched blocks that are worth one queued request at a holder
   double fallback_decode;   // capacity of a replica without an estimate: the model's mean, or
                             // 1 when nothing is learned (equal capacities)
   double mean_prefill;
@@ -46,23 +48,34 @@ Terms termsOf(const ScoringContext& context) {
   t.band = t.utilization && p.fastest_within > 0;
   t.shape_learned = !std::isnan(means.decode) && !std::isnan(means.prefill);
   t.prefix = context.prefix_matched;
+  const PrefixProbe* probe = context.prefix;
+  t.blocks_per_queued = probe != nullptr && probe->hot_spot_tokens > 0 && probe->block_tokens > 0
+                            ? probe->hot_spot_tokens / probe->block_tokens
+                            : 0;
   t.fallback_decode = std::isnan(means.decode) ? 1.0 : means.decode;
   t.mean_prefill = means.prefill;
   t.mean_slowdown = means.slowdown;
   return t;
 }
 
+// Whether a KV-critical replica is still worth its queue for this request. One whose KV events
+// show it holding the prompt's prefix needs only the blocks past the match: with nothing queued
+// the engine takes them as soon as they fit; behind a queue the request waits, where anywhere
+// else it prefills the matched tokens again. The match is priced like the hot-spot guard's
+// long-match allowance: one queued request per hot_spot_tokens matched, the request itself
+// included, so a 6,000-token match waits behind up to two and a 1,536-token one behind none.
+// An approximate match is a guess: never exempt.
+inline bool holderWorthItsQueue(const CandidateInputs& in, const Terms& t) {
+  if (!t.prefix || !in.prefix_exact || in.prefix_blocks == 0 || in.waiting < 0) return false;
+  if (in.waiting == 0) return true;
+  return t.blocks_per_queued > 0 && in.waiting + 1 <= in.prefix_blocks / t.blocks_per_queued;
+}
+
 // Writes tiebreak (least GPU+CPU KV usage) and applies the KV guardrail; returns the penalty
 // factor, or 0 when the candidate is critical (its score is then +Inf).
 inline double kvFactor(const CandidateInputs& in, const Terms& t, double& tiebreak) {
   tiebreak = in.kv_usage + in.cpu_kv_usage;
-  // A replica whose KV events show it holding the prompt's prefix needs only the blocks past
-  // the match, and one whose engine queues nothing takes them as soon as they fit. A queue
-  // there means it is full in earnest.
-  if (1.0 - in.kv_usage < t.kv_critical_free &&
-      !(t.prefix && in.prefix_exact && in.prefix_blocks > 0 && in.waiting == 0)) {
-    return 0;
-  }
+  if (1.0 - in.kv_usage < t.kv_critical_free && !holderWorthItsQueue(in, t)) return 0;
   return 1.0 + t.kv_alpha * in.kv_usage * in.kv_usage;
 }
 
