@@ -61,7 +61,7 @@ bench-slo: build
 # Prefix-cache routing (approximate and precise, from KV events) against least-request,
 # load-balance and session affinity on 8 emulated replicas (A10 + L20): multi-turn chats, shared
 # system prompts, RAG, llm-d's shared-context shape (5 requests/s behind eight gateways).
-# About 28 min; table, CSV and PNG in build/bench-prefix/. PREFIX_* knobs: bench/e2e/prefix.sh.
+# About 31 min; table, CSV and PNG in build/bench-prefix/. PREFIX_* knobs: bench/e2e/prefix.sh.
 .PHONY: bench-prefix
 bench-prefix: build
 	bash bench/e2e/prefix.sh

@@ -7,7 +7,7 @@
 # p50/p99, E2E p99, the engines' prefix-cache hit rate and max ÷ mean in-flight per workload and
 # strategy, ratios against load-balance, PASS/MISS against the chat goal and llm-d's (TTFT p90,
 # throughput). Table in build/bench-prefix/prefix.txt, CSV, and a PNG when gnuplot is present.
-# About 28 min with the defaults (3 workloads × 5 strategies × 40 s, llm-d's shape 5 × 150 s,
+# About 31 min with the defaults (3 workloads × 5 strategies × 40 s, llm-d's shape 5 × 150 s,
 # plus starts and the requests still in flight at the end of each run).
 #
 # Environment (bench/e2e/prefix.py): PREFIX_GPUS=A10,A10,A10,A10,L20,L20,L20,L20
