@@ -76,7 +76,7 @@ inline bool holderWorthItsQueue(const CandidateInputs& in, const Terms& t) {
 // factor, or 0 when the candidate is critical (its score is then +Inf). kBlend: a prefix-cache
 // part has scored (Terms::prefix). The scoring loop is compiled once for each, so that plain
 // load-balance carries none of the holder's check: inlined into its loop, the check cost it
-// 7–13 % (micro_bench's BM_RouteLoadBalance).
+// 8–13 % (micro_bench's BM_RouteLoadBalance).
 template <bool kBlend>
 inline double kvFactor(const CandidateInputs& in, const Terms& t, double& tiebreak) {
   tiebreak = in.kv_usage + in.cpu_kv_usage;
