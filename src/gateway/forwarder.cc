@@ -101,15 +101,10 @@ asio::awaitable<UpstreamPool::Stream> Worker::Impl::connect(const fleet::Replica
 asio::awaitable<ForwardResult> Worker::Impl::forward(
     ClientConnection& conn, Request& req, const std::shared_ptr<fleet::ReplicaState>& replica,
     const fleet::ModelEntry& model, const ForwardTarget& target) {
-  // Named copies: g++ 12 miscompiles a structured binding in a coroutine (mismatched delete).
-  const std::string_view strategy = target.strategy;
-  const std::string_view request_id = target.request_id;
-  const int64_t prompt_estimate = target.prompt_estimate;
-  const bool keep_alive = target.keep_alive;
-  const bool may_retry = target.may_retry;
+  // `target` is read where needed, not copied: it outlives this call (the caller's awaited
+  // expression holds it), and copies would cost frame room.
   const TimeNs started = now();
   const int64_t streams_at_start = replica->globalRunning();  // this request included
-  TimeNs first_byte_at = -1;
   fleet::ReplicaCounters& counters = replica->counters();
   // The caller admitted the request (incremented `running`); this releases it.
   counters.requests_total.fetch_add(1, std::memory_order_relaxed);
@@ -118,17 +113,9 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
     ~RunningGuard() { c.running.fetch_sub(1, std::memory_order_relaxed); }
   } running_guard{counters};
   // The prompt's prefill is pending on the replica until its first body byte (or the end).
-  struct PrefillGuard {
-    fleet::ReplicaCounters& c;
-    int64_t tokens;
-    void release() {
-      if (tokens != 0) c.prefill_pending_tokens.fetch_sub(tokens, std::memory_order_relaxed);
-      tokens = 0;
-    }
-    ~PrefillGuard() { release(); }
-  } prefill_guard{counters, std::max<int64_t>(0, target.prefill_tokens)};
-  if (prefill_guard.tokens != 0) {
-    counters.prefill_pending_tokens.fetch_add(prefill_guard.tokens, std::memory_order_relaxed);
+  PendingPrefill prefill{counters, std::max<int64_t>(0, target.prefill_tokens)};
+  if (prefill.tokens != 0) {
+    counters.prefill_pending_tokens.fetch_add(prefill.tokens, std::memory_order_relaxed);
   }
 
   // The upstream request head: the client's end-to-end headers, our framing.
@@ -151,7 +138,7 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
     appendHeader(head, "Authorization", replica->authorization());
   }
   appendHeader(head, "Content-Length", std::to_string(req.body().size()));
-  if (target.generated_id) appendHeader(head, "x-request-id", request_id);
+  if (target.generated_id) appendHeader(head, "x-request-id", target.request_id);
   observer.appendUpstreamHeaders(conn.observed, head);
   head.append("\r\n");
 
@@ -161,9 +148,7 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
   const switchyard::http::PeerWatchScope watching(
       conn.watch, conn.stream.socket(), &cancelUpstream, &upstream,
       {&peer_arming, std::chrono::nanoseconds(target.arrived >= 0 ? started - target.arrived : 0)});
-  // Its header fields' nodes are recycled by the worker's thread (http/recycling_allocator.h).
-  std::optional<http::response_parser<http::buffer_body,
-                                      switchyard::http::RecyclingAllocator<char>>> parser;
+  std::optional<UpstreamParser> parser;
   for (int tries = 0;; ++tries) {
     const bool reused = upstream != nullptr;
     if (!upstream) {
@@ -172,7 +157,7 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
         counters.upstream_errors_total.fetch_add(1, std::memory_order_relaxed);
         replica->recordFailure();
         observer.onUpstreamError(conn.observed, observe::UpstreamErrorKind::kConnect);
-        spdlog::warn("request {}: cannot connect to {}", request_id, replica->name());
+        spdlog::warn("request {}: cannot connect to {}", target.request_id, replica->name());
         co_return ForwardResult::kFailedBeforeSending;
       }
     }
@@ -209,7 +194,7 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
     observer.onUpstreamError(conn.observed, ec == beast::error::timeout
                                                 ? observe::UpstreamErrorKind::kTimeout
                                                 : observe::UpstreamErrorKind::kReset);
-    spdlog::warn("request {}: {} failed before responding: {}", request_id, replica->name(),
+    spdlog::warn("request {}: {} failed before responding: {}", target.request_id, replica->name(),
                  ec.message());
     co_return ForwardResult::kFailedBeforeSending;
   }
@@ -220,9 +205,9 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
   if (status >= 500) {
     counters.upstream_errors_total.fetch_add(1, std::memory_order_relaxed);
     replica->recordFailure();
-    if (may_retry) {
+    if (target.may_retry) {
       // Nothing was sent to the client: drop this answer and let another replica try.
-      spdlog::warn("request {}: {} answered {}, retrying elsewhere", request_id,
+      spdlog::warn("request {}: {} answered {}, retrying elsewhere", target.request_id,
                    replica->name(), status);
       co_return ForwardResult::kFailedBeforeSending;
     }
@@ -242,8 +227,8 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
     if (isHopByHop(field.name())) continue;
     appendHeader(head, field.name_string(), field.value());
   }
-  appendHeader(head, "x-request-id", request_id);
-  appendHeader(head, "routing-strategy", strategy);
+  appendHeader(head, "x-request-id", target.request_id);
+  appendHeader(head, "routing-strategy", target.strategy);
   appendHeader(head, "target-pod", replica->name());
   observer.appendResponseHeaders(conn.observed, head);  // x-switchyard-decision when asked
   AuthStage::appendHeaders(conn.auth, head);           // x-ratelimit-* for keyed requests
@@ -252,62 +237,100 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
   } else {
     appendHeader(head, "Content-Length", std::to_string(*content_length));
   }
-  if (!keep_alive) appendHeader(head, "Connection", "close");
+  if (!target.keep_alive) appendHeader(head, "Connection", "close");
   head.append("\r\n");
 
   const bool event_stream =
       beast::iequals(response[http::field::content_type].substr(0, 17), "text/event-stream");
-  api::UsageScanner scanner(event_stream ? api::UsageScanner::Mode::kSse
-                                         : api::UsageScanner::Mode::kJson);
+  const RelayedBody relayed = co_await relayBody(
+      conn, *parser, *upstream, *replica, model,
+      {target.request_id, event_stream, chunk_to_client, capture_job_id, &prefill});
+  if (relayed.result != ForwardResult::kDone) co_return relayed.result;
+
+  const TimeNs finished = now();
+  const int64_t prompt_tokens =
+      relayed.prompt_tokens > 0 ? relayed.prompt_tokens : target.prompt_estimate;
+  fleet::accountCompletion(
+      counters, {status, prompt_tokens, relayed.completion_tokens, event_stream, started,
+                 relayed.first_byte_at, finished, streams_at_start, replica->globalRunning(),
+                 target.work_units});
+  observer.onComplete(conn.observed, relayed.first_byte_at, prompt_tokens,
+                      relayed.completion_tokens,
+                      finished);
+  if (status >= 500) {
+    // already recorded as a failure above
+  } else if (event_stream && status == 200 && !relayed.saw_done) {
+    // A stream that ended without its terminator: the client got a truncated answer.
+    counters.upstream_errors_total.fetch_add(1, std::memory_order_relaxed);
+    replica->recordFailure();
+  } else {
+    replica->recordSuccess();  // 4xx are the request's fault, not the replica's
+  }
+  if (parser->keep_alive()) pool.give(replica, std::move(upstream), finished);
+  co_return ForwardResult::kDone;
+}
+
+asio::awaitable<RelayedBody> Worker::Impl::relayBody(ClientConnection& conn,
+                                                     UpstreamParser& parser,
+                                                     switchyard::http::ConnectionStream& upstream,
+                                                     fleet::ReplicaState& replica,
+                                                     const fleet::ModelEntry& model,
+                                                     RelayTarget target) {
+  RelayedBody relayed;
+  auto& response = parser.get();
+  api::UsageScanner scanner(target.event_stream ? api::UsageScanner::Mode::kSse
+                                                : api::UsageScanner::Mode::kJson);
   // A stream's events are small and come a few at a time: at most one page of them per client
   // write keeps each of thousands of streams' pieces to one resident page, where a sized body
   // fills the whole piece per write.
-  const size_t piece_room = event_stream ? kEventPieceSize : kPieceSize;
+  const size_t piece_room = target.event_stream ? kEventPieceSize : kPieceSize;
   bool head_sent = false;
   char chunk_prefix[24];
   static constexpr std::string_view kCrlf = "\r\n";
   static constexpr std::string_view kLastChunk = "0\r\n\r\n";
   for (;;) {
     size_t got = 0;
-    if (!parser->is_done()) {
+    if (!parser.is_done()) {
       response.body().data = conn.piece.get();
       response.body().size = piece_room;
       // What came with the head or the last read goes first, without a pass of the event loop.
-      boost::system::error_code ec =
-          switchyard::http::parseBuffered(*parser, conn.upstream_buffer);
-      if (!ec && response.body().size == piece_room && !parser->is_done()) {
-        upstream->expires_after(asDuration(model.timeouts.idle));
-        auto [rec, n] = co_await upstream->async_read_some(
-            switchyard::http::readRoom(conn.upstream_buffer), kTuple);
-        ec = switchyard::http::parseRead(*parser, conn.upstream_buffer, rec, n);
+      boost::system::error_code ec = switchyard::http::parseBuffered(parser, conn.upstream_buffer);
+      if (!ec && response.body().size == piece_room && !parser.is_done()) {
+        upstream.expires_after(asDuration(model.timeouts.idle));
+        auto [rec, n] =
+            co_await upstream.async_read_some(switchyard::http::readRoom(conn.upstream_buffer),
+                                              kTuple);
+        ec = switchyard::http::parseRead(parser, conn.upstream_buffer, rec, n);
       }
       got = piece_room - response.body().size;
       if (ec && conn.watch->gone) {
-        observer.onClientCancelled(conn.observed, first_byte_at < 0
+        observer.onClientCancelled(conn.observed, relayed.first_byte_at < 0
                                                       ? observe::CancelStage::kWaitingFirstByte
                                                       : observe::CancelStage::kStreaming);
-        co_return ForwardResult::kAborted;
+        relayed.result = ForwardResult::kAborted;
+        co_return relayed;
       }
       if (ec) {
-        counters.upstream_errors_total.fetch_add(1, std::memory_order_relaxed);
-        replica->recordFailure();
+        replica.counters().upstream_errors_total.fetch_add(1, std::memory_order_relaxed);
+        replica.recordFailure();
         observer.onUpstreamError(conn.observed, ec == beast::error::timeout
                                                     ? observe::UpstreamErrorKind::kTimeout
                                                     : observe::UpstreamErrorKind::kReset);
-        spdlog::warn("request {}: {} failed mid-response: {}", request_id, replica->name(),
-                     ec.message());
-        co_return head_sent ? ForwardResult::kAborted : ForwardResult::kFailedBeforeSending;
+        spdlog::warn("request {}: {} failed mid-response: {}", target.request_id,
+                     replica.name(), ec.message());
+        relayed.result = head_sent ? ForwardResult::kAborted : ForwardResult::kFailedBeforeSending;
+        co_return relayed;
       }
     }
-    const bool done = parser->is_done();
+    const bool done = parser.is_done();
     if (got == 0 && !done) continue;
     if (got > 0) {
-      if (first_byte_at < 0) {
-        first_byte_at = now();
-        prefill_guard.release();
+      if (relayed.first_byte_at < 0) {
+        relayed.first_byte_at = now();
+        target.prefill->release();
       }
       scanner.feed(std::string_view(conn.piece.get(), got));
-      if (capture_job_id && conn.job_id.empty() && conn.job_id_scanned < kJobIdScanBytes) {
+      if (target.capture_job_id && conn.job_id.empty() && conn.job_id_scanned < kJobIdScanBytes) {
         conn.job_id_scanned += got;
         conn.job_id.assign(findResourceId(std::string_view(conn.piece.get(), got)));
       }
@@ -315,9 +338,9 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
 
     std::array<asio::const_buffer, 5> out;
     size_t count = 0;
-    if (!head_sent) out[count++] = asio::buffer(head);
+    if (!head_sent) out[count++] = asio::buffer(conn.head);
     if (got > 0) {
-      if (chunk_to_client) {
+      if (target.chunk_to_client) {
         // The chunk's size line: to_chars, not snprintf (a format parse per relayed piece).
         char* end = std::to_chars(chunk_prefix, chunk_prefix + 16, got, 16).ptr;
         *end++ = '\r';
@@ -325,9 +348,9 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
         out[count++] = asio::buffer(chunk_prefix, static_cast<size_t>(end - chunk_prefix));
       }
       out[count++] = asio::buffer(conn.piece.get(), got);
-      if (chunk_to_client) out[count++] = asio::buffer(kCrlf);
+      if (target.chunk_to_client) out[count++] = asio::buffer(kCrlf);
     }
-    if (done && chunk_to_client) out[count++] = asio::buffer(kLastChunk);
+    if (done && target.chunk_to_client) out[count++] = asio::buffer(kLastChunk);
     conn.stream.expires_after(asDuration(config.timeouts.client_write));
     auto [wec, wn] = co_await switchyard::http::writeAll(
         conn.stream, std::span<const asio::const_buffer>(out.data(), count), aloneOnWorker());
@@ -337,30 +360,15 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
       if (wec != beast::error::timeout) {
         observer.onClientCancelled(conn.observed, observe::CancelStage::kStreaming);
       }
-      co_return ForwardResult::kAborted;
+      relayed.result = ForwardResult::kAborted;
+      co_return relayed;
     }
     if (done) break;
   }
-
-  const TimeNs finished = now();
-  fleet::accountCompletion(
-      counters, {status, scanner.promptTokens() > 0 ? scanner.promptTokens() : prompt_estimate,
-                 scanner.completionTokens(), event_stream, started, first_byte_at, finished,
-                 streams_at_start, replica->globalRunning(), target.work_units});
-  observer.onComplete(conn.observed, first_byte_at,
-                      scanner.promptTokens() > 0 ? scanner.promptTokens() : prompt_estimate,
-                      scanner.completionTokens(), finished);
-  if (status >= 500) {
-    // already recorded as a failure above
-  } else if (event_stream && status == 200 && !scanner.sawDone()) {
-    // A stream that ended without its terminator: the client got a truncated answer.
-    counters.upstream_errors_total.fetch_add(1, std::memory_order_relaxed);
-    replica->recordFailure();
-  } else {
-    replica->recordSuccess();  // 4xx are the request's fault, not the replica's
-  }
-  if (parser->keep_alive()) pool.give(replica, std::move(upstream), finished);
-  co_return ForwardResult::kDone;
+  relayed.prompt_tokens = scanner.promptTokens();
+  relayed.completion_tokens = scanner.completionTokens();
+  relayed.saw_done = scanner.sawDone();
+  co_return relayed;
 }
 
 }  // namespace switchyard::gateway

@@ -74,63 +74,96 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn, Request& req, 
   plan.request_id = requestId(conn, req);
   plan.generated_id = plan.request_id.data() == conn.generated_id;  // also sent upstream
   plan.keep_alive = keep_alive;
-  plan.job = job;
-  const std::string_view request_id = plan.request_id;
-  observe::RequestScope observed(observer, conn.observed, plan.arrived, request_id,
+  plan.creates_job = job.kind == JobRequest::kCreate;
+  observe::RequestScope observed(observer, conn.observed, plan.arrived, plan.request_id,
                                  req["traceparent"], req["x-switchyard-explain"]);
 
   // The API key (auth_stage.h), before anything else is looked at.
-  if (std::optional<Refusal> refused =
-          auth.authenticate(req[http::field::authorization], conn.auth, conn.observed)) {
-    co_return co_await sendRefusal(conn, *refused, request_id, keep_alive);
-  }
+  std::optional<Refusal> refusal =
+      auth.authenticate(req[http::field::authorization], conn.auth, conn.observed);
+  if (refusal) co_return co_await sendRefusal(conn, *refusal, plan.request_id, keep_alive);
   const AuthSettlement settlement(auth, conn.auth, conn.observed);
 
+  refusal = planRequest(conn, req, job, endpoint, plan);
+  // The key's budgets: checked here, or with the shared admission on the replica.
+  // Without a key (auth off) there are none: no coroutine frame is spent on saying so.
+  if (!refusal && conn.auth.key != nullptr) {
+    co_await checkKeyBudgets(conn, plan, refusal);
+    if (!refusal) refusal = planRoute(req, plan, now());
+  } else if (!refusal) {
+    refusal = planRoute(req, plan, plan.arrived);  // no wait since the arrival's reading
+  }
+  if (refusal) co_return co_await sendRefusal(conn, *refusal, plan.request_id, keep_alive);
+
+  // Session affinity: the session's pinned replica is kept while it passes the filters.
+  plan.session = sessions.header().empty() ? std::string_view()
+                                           : std::string_view(req[sessions.header()]);
+  conn.session_pin.clear();
+  if (!plan.session.empty()) {
+    co_await sessions.findPin(plan.model->name, plan.session, plan.route.now, conn.session_pin);
+    plan.route.preferred = plan.model->replicaIndex(conn.session_pin);
+  }
+  retry_budget.onRequest(plan.route.now);
+
+  // Route, admit and forward. Requests queued before this one go first; when every replica is
+  // at its limit, it queues (if the model has a queue) and tries again from the queue's head.
+  AttemptOutcome outcome = AttemptOutcome::kSaturated;  // behind others: as if full
+  if (plan.model->admission.queue == fleet::QueueMode::kOff || !queue.hasWaiters(*plan.model)) {
+    outcome = co_await attempt(conn, req, *plan.snapshot, *plan.model, plan, refusal);
+    if (outcome != AttemptOutcome::kSaturated && outcome != AttemptOutcome::kHeld) {
+      settleAttempts(conn, plan, outcome, -1, refusal);
+      if (outcome == AttemptOutcome::kAnswered) co_return keep_alive;
+      if (outcome == AttemptOutcome::kClosed) co_return false;
+      co_return co_await sendRefusal(conn, *refusal, plan.request_id, keep_alive);
+    }
+  }
+  co_return co_await proxyQueued(conn, req, plan, outcome, refusal);
+}
+
+std::optional<Refusal> Worker::Impl::planRequest(ClientConnection& conn, Request& req,
+                                                 JobPath job, api::ApiEndpoint endpoint,
+                                                 ProxyPlan& plan) {
   // Read the body once: JSON through the inspector, forms through the multipart reader.
   const api::BodyReading reading =
       api::readRequestBody(endpoint, job.kind == JobRequest::kCreate,
                            req[http::field::content_type], req.body(), inspector, multipart);
   const api::InspectedRequest& info = reading.info;
-  const api::InspectError inspect_error = reading.error;
-  // The inspector's views last until the worker's next inspect(): the queue keeps the client's
-  // name across waits, so it is owned here (no allocation for a name of 15 bytes or fewer).
-  const std::string client_user(info.user);
-  const std::shared_ptr<const fleet::FleetSnapshot> snapshot = snapshots.get();
+  plan.client_user = info.user;
+  plan.snapshot = snapshots.get();
+  const fleet::FleetSnapshot* snapshot = plan.snapshot.get();
   // A video's generation happens after its creation answers: no latency here measures speed.
   plan.work_units = job.collection == "videos" ? 0 : reading.work_units;
 
   // The model.
   const fleet::ModelEntry* model = nullptr;
-  if (inspect_error != api::InspectError::kNone) {
+  if (reading.error != api::InspectError::kNone) {
     // Async-job endpoints need not carry a JSON body naming a model (file uploads are
     // multipart, listings have no body): they go to the default job model. A form that cannot
     // be read is refused all the same.
     const bool job_without_model =
         job.kind != JobRequest::kNone &&
-        (inspect_error == api::InspectError::kMissingModel ||
-         (inspect_error == api::InspectError::kMalformedJson && !reading.multipart));
+        (reading.error == api::InspectError::kMissingModel ||
+         (reading.error == api::InspectError::kMalformedJson && !reading.multipart));
     if (!job_without_model) {
-      co_return co_await sendError(conn, reading.status, reading.message,
-                                   "invalid_request_error", reading.code, reading.param,
-                                   request_id, keep_alive);
+      return Refusal{reading.status, std::string(reading.message), "invalid_request_error",
+                     reading.code, reading.param};
     }
     model = snapshot ? defaultJobModel(*snapshot) : nullptr;
     if (model == nullptr || !auth.mayUse(conn.auth, model->name)) {
-      co_return co_await sendError(
-          conn, 400,
-          "this request names no model and no default is configured "
-          "(async_jobs.default_model)",
-          "invalid_request_error", "model_required", "model", request_id, keep_alive);
+      return Refusal{400,
+                     "this request names no model and no default is configured "
+                     "(async_jobs.default_model)",
+                     "invalid_request_error", "model_required", "model"};
     }
   } else {
     model = snapshot ? snapshot->findModel(info.model) : nullptr;
     // A model the key may not use is answered like one that does not exist.
     if (model == nullptr || !auth.mayUse(conn.auth, model->name)) {
-      co_return co_await sendError(
-          conn, 404, "The model `" + std::string(info.model) + "` does not exist.",
-          "invalid_request_error", "model_not_found", "model", request_id, keep_alive);
+      return Refusal{404, "The model `" + std::string(info.model) + "` does not exist.",
+                     "invalid_request_error", "model_not_found", "model"};
     }
   }
+  plan.model = model;
 
   // The strategy: the request's header, else the model's, else the gateway's default.
   std::string_view strategy_text = req["routing-strategy"];
@@ -139,8 +172,7 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn, Request& req, 
   std::string_view bad_part;
   if (routing::parseStrategySpec(strategy_text, plan.spec, &bad_part) !=
       routing::SpecError::kNone) {
-    co_return co_await sendRefusal(conn, invalidStrategy(strategy_text, bad_part), request_id,
-                                   keep_alive);
+    return invalidStrategy(strategy_text, bad_part);
   }
   // Prefix-cache routing: the chain hashed while the body was inspected (no co_await since).
   plan.prefix = prefix.capture(plan.spec, conn.prompt_blocks);
@@ -150,16 +182,12 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn, Request& req, 
   // The deadline: the request's own, else the model's default.
   const admission::RequestDeadline deadline = admission::parseDeadline(
       req[admission::kDeadlineMsHeader], req[admission::kTimeoutHeader]);
-  if (deadline.malformed) {
-    co_return co_await sendRefusal(conn, invalidDeadline(deadline.header), request_id,
-                                   keep_alive);
-  }
+  if (deadline.malformed) return invalidDeadline(deadline.header);
   plan.deadline_at = admission::deadlineAt(plan.arrived, deadline.remaining, model->admission);
 
   // Admission before routing. The clock is read again only after a wait (a co_await).
-  TimeNs clock = plan.arrived;
-  if (std::optional<Refusal> refused = admission.beforeRouting(*model, clock)) {
-    co_return co_await sendRefusal(conn, *refused, request_id, keep_alive);
+  if (std::optional<Refusal> refused = admission.beforeRouting(*model, plan.arrived)) {
+    return refused;
   }
 
   plan.prompt_estimate =
@@ -173,122 +201,108 @@ asio::awaitable<bool> Worker::Impl::proxy(ClientConnection& conn, Request& req, 
           ? static_cast<double>(info.max_tokens)
           : model->runtime->output_lengths.estimate(static_cast<double>(plan.prompt_estimate),
                                                     kDefaultOutputTokens);
-  // The key's budgets: checked here, or with the shared admission on the replica.
-  // Without a key (auth off) there are none: no coroutine frame is spent on saying so.
-  if (conn.auth.key != nullptr) {
-    if (std::optional<Refusal> refused = co_await auth.beforeRouting(
-            conn.auth, *model,
-            plan.prompt_estimate + static_cast<int64_t>(plan.output_estimate),
-            admission.sharesLimits(*model), clock)) {
-      co_return co_await sendRefusal(conn, *refused, request_id, keep_alive);
-    }
-    clock = now();
-  }
-  plan.route = routing::RouteRequest{&plan.spec, clock, {}, {}};
+  plan.route = routing::RouteRequest{&plan.spec, plan.arrived, {}, {}};
   plan.route.shape.prompt_tokens = static_cast<double>(plan.prompt_estimate);
   plan.route.shape.max_tokens = static_cast<double>(info.max_tokens);
+  return std::nullopt;
+}
 
+asio::awaitable<void> Worker::Impl::checkKeyBudgets(ClientConnection& conn, ProxyPlan& plan,
+                                                    std::optional<Refusal>& refusal) {
+  refusal = co_await auth.beforeRouting(
+      conn.auth, *plan.model, plan.prompt_estimate + static_cast<int64_t>(plan.output_estimate),
+      admission.sharesLimits(*plan.model), plan.arrived);
+}
+
+std::optional<Refusal> Worker::Impl::planRoute(const Request& req, ProxyPlan& plan, TimeNs now) {
+  plan.route.now = now;
   // A hardware class the client asked for: only replicas of that GPU type.
   plan.route.gpu = req["x-switchyard-gpu"];
+  const std::vector<fleet::ReplicaEntry>& replicas = plan.model->replicas;
   if (!plan.route.gpu.empty() &&
-      std::none_of(model->replicas.begin(), model->replicas.end(),
+      std::none_of(replicas.begin(), replicas.end(),
                    [&](const fleet::ReplicaEntry& r) { return r.gpu == plan.route.gpu; })) {
-    // A named value: g++ 12 destroys a braced temporary in a co_await expression twice.
-    const Refusal not_served{
-        400, "no replica of GPU type '" + std::string(plan.route.gpu) + "' serves this model",
-        "invalid_request_error", "gpu_not_served", "x-switchyard-gpu"};
-    co_return co_await sendRefusal(conn, not_served, request_id, keep_alive);
+    return Refusal{400,
+                   "no replica of GPU type '" + std::string(plan.route.gpu) +
+                       "' serves this model",
+                   "invalid_request_error", "gpu_not_served", "x-switchyard-gpu"};
   }
+  return std::nullopt;
+}
 
-  // Session affinity: the session's pinned replica is kept while it passes the filters.
-  const std::string_view session_header = sessions.header();
-  plan.session =
-      session_header.empty() ? std::string_view() : std::string_view(req[session_header]);
-  conn.session_pin.clear();
-  if (!plan.session.empty()) {
-    co_await sessions.findPin(model->name, plan.session, plan.route.now, conn.session_pin);
-    plan.route.preferred = model->replicaIndex(conn.session_pin);
-  }
-  retry_budget.onRequest(plan.route.now);
-
-  // Route, admit and forward; when every replica is at its limit, wait in the queue (if the
-  // model has one) and try again from its head. Requests queued before this one go first.
+asio::awaitable<bool> Worker::Impl::proxyQueued(ClientConnection& conn, Request& req,
+                                                ProxyPlan& plan, AttemptOutcome outcome,
+                                                std::optional<Refusal>& refusal) {
+  const fleet::ModelEntry& model = *plan.model;
+  const fleet::AdmissionParams& params = model.admission;
   RequestQueue::Waiter waiter(io.get_executor());
   QueueSeat seat{queue, waiter, observer, conn.observed};
   plan.seat = &seat;
-  const fleet::AdmissionParams& params = model->admission;
-  bool behind_others = params.queue != fleet::QueueMode::kOff && queue.hasWaiters(*model);
-  std::optional<Refusal> refusal;
   for (;;) {
-    AttemptOutcome outcome = AttemptOutcome::kSaturated;  // behind others: as if full
-    if (!behind_others) {
-      outcome = co_await attempt(conn, req, *snapshot, *model, plan, refusal);
-      if (outcome != AttemptOutcome::kSaturated && outcome != AttemptOutcome::kHeld) {
-        if (seat.queued()) seat.release(now());
-        noteAdmission(conn, plan, seat.waited(), refusal);
-        switch (outcome) {
-          case AttemptOutcome::kAnswered:
-            co_return keep_alive;
-          case AttemptOutcome::kClosed:
-            co_return false;
-          case AttemptOutcome::kRefused:
-            co_return co_await sendRefusal(conn, *refusal, request_id, keep_alive);
-          case AttemptOutcome::kUnreachable:
-          case AttemptOutcome::kUnavailable:
-          case AttemptOutcome::kSaturated:
-          case AttemptOutcome::kHeld:
-            break;
-        }
-        if (model->replicas.empty() || outcome == AttemptOutcome::kUnavailable) {
-          co_return co_await sendError(conn, 503,
-                                       model->replicas.empty()
-                                           ? "no replica serves this model"
-                                           : "every replica of the model is draining or not ready",
-                                       "server_error", "no_replica", "", request_id, keep_alive);
-        }
-        co_return co_await sendError(conn, 502, "the model's replicas could not be reached",
-                                     "server_error", "upstream_unavailable", "", request_id,
-                                     keep_alive);
-      }
-    }
-    behind_others = false;
     // SLO routing's pulling variant holds a request at the gateway whatever the queue mode, and
     // refuses it once its SLO can no longer be met (its TTFT or E2E objective has passed).
     if (outcome == AttemptOutcome::kHeld) plan.held = true;
-    if (outcome == AttemptOutcome::kHeld && plan.slo_breach_at < 0 && model->slo) {
-      const profile::Slo& objective = model->slo->objective;
+    if (outcome == AttemptOutcome::kHeld && plan.slo_breach_at < 0 && model.slo) {
+      const profile::Slo& objective = model.slo->objective;
       const double limit = objective.ttft > 0 ? objective.ttft : objective.e2e;
       if (limit > 0) plan.slo_breach_at = plan.arrived + static_cast<TimeNs>(limit * 1e9);
     }
     if (params.queue == fleet::QueueMode::kOff && outcome != AttemptOutcome::kHeld &&
         waiter.queue == nullptr) {
-      co_return co_await sendRefusal(conn, admission.saturated(), request_id, keep_alive);
+      refusal = admission.saturated();
+      co_return co_await sendRefusal(conn, *refusal, plan.request_id, plan.keep_alive);
     }
     if (waiter.queue == nullptr) {
-      waiter.client = client_user.empty() ? clientAddress(conn) : std::string_view(client_user);
-      const RequestQueue::Entry entry = queue.enter(*model, waiter, now());
+      waiter.client =
+          plan.client_user.empty() ? clientAddress(conn) : std::string_view(plan.client_user);
+      const RequestQueue::Entry entry = queue.enter(model, waiter, now());
       if (entry != RequestQueue::Entry::kQueued) {
         refusal = admission.queueFull(entry == RequestQueue::Entry::kClientFull);
         noteAdmission(conn, plan, seat.waited(), refusal);
-        co_return co_await sendRefusal(conn, *refusal, request_id, keep_alive);
+        co_return co_await sendRefusal(conn, *refusal, plan.request_id, plan.keep_alive);
       }
     }
-    switch (co_await waitTurn(conn, *model, plan, waiter, refusal)) {
+    switch (co_await waitTurn(conn, model, plan, waiter, refusal)) {
       case QueueTurn::kTurn:
         // Replicas lost to admission races may have room now; those that failed stay out.
         plan.tried_count = plan.failed_count;
         plan.admission_races = 0;
-        plan.route.preferred = model->replicaIndex(conn.session_pin);
-        continue;
+        plan.route.preferred = model.replicaIndex(conn.session_pin);
+        break;
       case QueueTurn::kRefused:
         seat.release(now());
         noteAdmission(conn, plan, seat.waited(), refusal);
-        co_return co_await sendRefusal(conn, *refusal, request_id, keep_alive);
+        co_return co_await sendRefusal(conn, *refusal, plan.request_id, plan.keep_alive);
       case QueueTurn::kClientGone:
         seat.release(now());
         observer.onClientCancelled(conn.observed, observe::CancelStage::kQueued);
         co_return false;
     }
+    outcome = co_await attempt(conn, req, *plan.snapshot, model, plan, refusal);
+    if (outcome != AttemptOutcome::kSaturated && outcome != AttemptOutcome::kHeld) {
+      if (seat.queued()) seat.release(now());
+      settleAttempts(conn, plan, outcome, seat.waited(), refusal);
+      if (outcome == AttemptOutcome::kAnswered) co_return plan.keep_alive;
+      if (outcome == AttemptOutcome::kClosed) co_return false;
+      co_return co_await sendRefusal(conn, *refusal, plan.request_id, plan.keep_alive);
+    }
+  }
+}
+
+void Worker::Impl::settleAttempts(ClientConnection& conn, const ProxyPlan& plan,
+                                  AttemptOutcome outcome, TimeNs waited,
+                                  std::optional<Refusal>& refusal) {
+  noteAdmission(conn, plan, waited, refusal);
+  if (outcome != AttemptOutcome::kUnreachable && outcome != AttemptOutcome::kUnavailable) return;
+  const fleet::ModelEntry& model = *plan.model;
+  if (model.replicas.empty() || outcome == AttemptOutcome::kUnavailable) {
+    const char* message = model.replicas.empty()
+                              ? "no replica serves this model"
+                              : "every replica of the model is draining or not ready";
+    refusal = Refusal{503, message, "server_error", "no_replica", ""};
+  } else {
+    refusal = Refusal{502, "the model's replicas could not be reached", "server_error",
+                      "upstream_unavailable", ""};
   }
 }
 
@@ -374,7 +388,7 @@ asio::awaitable<AttemptOutcome> Worker::Impl::attempt(ClientConnection& conn, Re
     const bool may_retry = plan.attempts < max_attempts &&
                            plan.tried_count + 1 < model.replicas.size() &&
                            retry_budget.canSpend(now());
-    conn.capture_job_id = plan.job.kind == JobRequest::kCreate;
+    conn.capture_job_id = plan.creates_job;
     conn.job_id_scanned = 0;
     conn.job_id.clear();
     const ForwardResult result =

@@ -23,7 +23,9 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/message.hpp>
+#include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <memory>
 #include <string>
@@ -145,16 +147,56 @@ struct ForwardTarget {
   TimeNs arrived = -1;  // when the request arrived (-1: count from this forward)
 };
 
+// The answer's parser: its header fields' nodes are recycled by the worker's thread
+// (http/recycling_allocator.h); the body goes straight into the connection's piece buffer.
+using UpstreamParser =
+    http::response_parser<http::buffer_body, switchyard::http::RecyclingAllocator<char>>;
+
+// The prompt's prefill, counted as pending on the replica from the forward until the answer's
+// first body byte (or the forward's end, whichever comes first).
+struct PendingPrefill {
+  fleet::ReplicaCounters& counters;
+  int64_t tokens;
+  void release() {
+    if (tokens != 0) counters.prefill_pending_tokens.fetch_sub(tokens, std::memory_order_relaxed);
+    tokens = 0;
+  }
+  ~PendingPrefill() { release(); }
+};
+
+// What relayBody() needs to know about an answer besides its bytes.
+struct RelayTarget {
+  std::string_view request_id;  // for the log
+  bool event_stream = false;    // text/event-stream: small pieces, usage read as SSE
+  bool chunk_to_client = false;  // the replica did not size it: chunk-framed to the client
+  bool capture_job_id = false;  // an async job's creation: its id is in the first bytes
+  PendingPrefill* prefill = nullptr;  // released at the first body byte
+};
+
+// What came of relaying an answer's body.
+struct RelayedBody {
+  ForwardResult result = ForwardResult::kDone;
+  TimeNs first_byte_at = -1;      // -1: no body byte came
+  int64_t prompt_tokens = 0;      // the answer's usage (0: not given)
+  int64_t completion_tokens = 0;
+  bool saw_done = false;          // an event stream's terminator came
+};
+
 class QueueSeat;
 
 // One proxied request's plan, shared by its routing attempts and its time in the queue.
 struct ProxyPlan {
+  std::shared_ptr<const fleet::FleetSnapshot> snapshot;  // the fleet it is routed in
+  const fleet::ModelEntry* model = nullptr;
+  // The body's `user` (queue fairness): owned, as the inspector's views end at the worker's
+  // next inspect() and the queue keeps the name across waits (no allocation up to 15 bytes).
+  std::string client_user;
   routing::StrategySpec spec;
   routing::RouteRequest route;
   std::string_view request_id;
   bool generated_id = false;
   bool keep_alive = false;
-  JobPath job;
+  bool creates_job = false;          // an async job's creation: its answer names the job's id
   std::string_view session;          // the session header's value ("" none)
   int64_t prompt_estimate = 0;       // prompt tokens estimated from the body
   bool streamed = false;             // the body asks for a stream (`"stream": true`)
@@ -249,8 +291,26 @@ struct Worker::Impl {
                                     std::string_view path);
 
   // request_pipeline.cc: one proxied request, from identification to the last attempt.
+  // The coroutines keep only what lives across a wait; the steps between waits are plain
+  // functions, so each frame stays small enough for the worker thread's recycled blocks.
   asio::awaitable<bool> proxy(ClientConnection& conn, Request& req, bool keep_alive, JobPath job,
                               api::ApiEndpoint endpoint);
+  // The request's body, model, strategy, deadline and admission before routing; a refusal ends it.
+  std::optional<Refusal> planRequest(ClientConnection& conn, Request& req, JobPath job,
+                                     api::ApiEndpoint endpoint, ProxyPlan& plan);
+  // The key's budgets (auth_stage.h), for a request with a key: a refusal ends it.
+  asio::awaitable<void> checkKeyBudgets(ClientConnection& conn, ProxyPlan& plan,
+                                        std::optional<Refusal>& refusal);
+  // The routing request, once the key's budgets have passed; a refusal ends it.
+  std::optional<Refusal> planRoute(const Request& req, ProxyPlan& plan, TimeNs now);
+  // The queue and the attempts after it: entered when the first attempt found every replica
+  // at its limit (or others were already queued), with that attempt's outcome.
+  asio::awaitable<bool> proxyQueued(ClientConnection& conn, Request& req, ProxyPlan& plan,
+                                    AttemptOutcome outcome, std::optional<Refusal>& refusal);
+  // The end of a request whose attempts are over: records how it was admitted and, when the
+  // gateway answers it itself, leaves the answer in `refusal`.
+  void settleAttempts(ClientConnection& conn, const ProxyPlan& plan, AttemptOutcome outcome,
+                      TimeNs waited, std::optional<Refusal>& refusal);
   asio::awaitable<bool> proxyToOwner(ClientConnection& conn, Request& req, bool keep_alive,
                                      JobPath job);
   // One round of route -> admit -> forward, failing over while nothing reached the client.
@@ -275,6 +335,12 @@ struct Worker::Impl {
                                          const std::shared_ptr<fleet::ReplicaState>& replica,
                                          const fleet::ModelEntry& model,
                                          const ForwardTarget& target);
+  // The answer's body after its head (`conn.head`, sent with the first piece), relayed piece
+  // by piece as it comes; a coroutine of its own, so that each frame stays small.
+  asio::awaitable<RelayedBody> relayBody(ClientConnection& conn, UpstreamParser& parser,
+                                         switchyard::http::ConnectionStream& upstream,
+                                         fleet::ReplicaState& replica,
+                                         const fleet::ModelEntry& model, RelayTarget target);
   asio::awaitable<UpstreamPool::Stream> connect(const fleet::ReplicaState& replica,
                                                 TimeNs timeout);
 
