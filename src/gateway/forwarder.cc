@@ -37,25 +37,6 @@ constexpr size_t kEventPieceSize = 4 * 1024;
 
 }  // namespace
 
-bool isHopByHop(http::field f) {
-  switch (f) {
-    case http::field::connection:
-    case http::field::keep_alive:
-    case http::field::transfer_encoding:
-    case http::field::content_length:
-    case http::field::te:
-    case http::field::trailer:
-    case http::field::upgrade:
-    case http::field::proxy_authorization:
-    case http::field::proxy_connection:
-    case http::field::host:
-    case http::field::expect:
-      return true;
-    default:
-      return false;
-  }
-}
-
 asio::awaitable<UpstreamPool::Stream> Worker::Impl::connect(const fleet::ReplicaState& replica,
                                                             TimeNs timeout) {
   auto connected = std::make_unique<beast::tcp_stream>(io);
@@ -148,7 +129,7 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
   const switchyard::http::PeerWatchScope watching(
       conn.watch, conn.stream.socket(), &cancelUpstream, &upstream,
       {&peer_arming, std::chrono::nanoseconds(target.arrived >= 0 ? started - target.arrived : 0)});
-  std::optional<UpstreamParser> parser;
+  std::optional<AnswerParser> parser;
   for (int tries = 0;; ++tries) {
     const bool reused = upstream != nullptr;
     if (!upstream) {
@@ -169,7 +150,7 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
     boost::system::error_code ec = wec;
     conn.upstream_buffer.clear();
     if (!ec) {
-      parser.emplace();
+      parser.emplace(conn.answer_fields);
       parser->body_limit(kUpstreamBodyLimit);
       while (!ec && !parser->is_header_done()) {
         auto [rec, n] = co_await upstream->async_read_some(
@@ -199,8 +180,7 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
     co_return ForwardResult::kFailedBeforeSending;
   }
 
-  auto& response = parser->get();
-  const unsigned status = response.result_int();
+  const unsigned status = parser->status();
   observer.onResponse(conn.observed, status);  // counts a 5xx as an upstream error
   if (status >= 500) {
     counters.upstream_errors_total.fetch_add(1, std::memory_order_relaxed);
@@ -223,10 +203,7 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
 
   head.clear();
   appendStatusLine(head, status);
-  for (const auto& field : response) {
-    if (isHopByHop(field.name())) continue;
-    appendHeader(head, field.name_string(), field.value());
-  }
+  head.append(conn.answer_fields);
   appendHeader(head, "x-request-id", target.request_id);
   appendHeader(head, "routing-strategy", target.strategy);
   appendHeader(head, "target-pod", replica->name());
@@ -240,8 +217,7 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
   if (!target.keep_alive) appendHeader(head, "Connection", "close");
   head.append("\r\n");
 
-  const bool event_stream =
-      beast::iequals(response[http::field::content_type].substr(0, 17), "text/event-stream");
+  const bool event_stream = parser->eventStream();
   const RelayedBody relayed = co_await relayBody(
       conn, *parser, *upstream, *replica, model,
       {target.request_id, event_stream, chunk_to_client, capture_job_id, &prefill});
@@ -271,13 +247,12 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
 }
 
 asio::awaitable<RelayedBody> Worker::Impl::relayBody(ClientConnection& conn,
-                                                     UpstreamParser& parser,
+                                                     AnswerParser& parser,
                                                      switchyard::http::ConnectionStream& upstream,
                                                      fleet::ReplicaState& replica,
                                                      const fleet::ModelEntry& model,
                                                      RelayTarget target) {
   RelayedBody relayed;
-  auto& response = parser.get();
   api::UsageScanner scanner(target.event_stream ? api::UsageScanner::Mode::kSse
                                                 : api::UsageScanner::Mode::kJson);
   // A stream's events are small and come a few at a time: at most one page of them per client
@@ -291,18 +266,17 @@ asio::awaitable<RelayedBody> Worker::Impl::relayBody(ClientConnection& conn,
   for (;;) {
     size_t got = 0;
     if (!parser.is_done()) {
-      response.body().data = conn.piece.get();
-      response.body().size = piece_room;
+      parser.setBody(conn.piece.get(), piece_room);
       // What came with the head or the last read goes first, without a pass of the event loop.
       boost::system::error_code ec = switchyard::http::parseBuffered(parser, conn.upstream_buffer);
-      if (!ec && response.body().size == piece_room && !parser.is_done()) {
+      if (!ec && parser.bodyRoom() == piece_room && !parser.is_done()) {
         upstream.expires_after(asDuration(model.timeouts.idle));
         auto [rec, n] =
             co_await upstream.async_read_some(switchyard::http::readRoom(conn.upstream_buffer),
                                               kTuple);
         ec = switchyard::http::parseRead(parser, conn.upstream_buffer, rec, n);
       }
-      got = piece_room - response.body().size;
+      got = piece_room - parser.bodyRoom();
       if (ec && conn.watch->gone) {
         observer.onClientCancelled(conn.observed, relayed.first_byte_at < 0
                                                       ? observe::CancelStage::kWaitingFirstByte

@@ -23,9 +23,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/message.hpp>
-#include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <memory>
 #include <string>
@@ -37,6 +35,7 @@
 #include "api/request_inspector.h"
 #include "auth/tls_context.h"
 #include "gateway/admission_stage.h"
+#include "gateway/answer_parser.h"
 #include "gateway/async_jobs.h"
 #include "gateway/auth_stage.h"
 #include "gateway/config.h"
@@ -80,8 +79,6 @@ inline constexpr size_t kJobIdScanBytes = 8 * 1024;  // a creation response name
 
 inline std::chrono::nanoseconds asDuration(TimeNs ns) { return std::chrono::nanoseconds(ns); }
 
-// Headers of one hop that are never relayed to the next.
-bool isHopByHop(http::field f);
 inline void appendHeader(std::string& out, std::string_view name, std::string_view value) {
   out.append(name).append(": ").append(value).append("\r\n");
 }
@@ -111,6 +108,7 @@ struct ClientConnection {
   beast::flat_buffer buffer;
   beast::flat_buffer upstream_buffer;
   std::string head;  // response head or upstream request head
+  std::string answer_fields;  // the replica's end-to-end header fields (AnswerParser)
   std::string aux;   // error bodies
   // The last request's body string, cleared, for the next request on this connection: its
   // memory is reused (and warm) instead of one malloc and free per request. Kept only when
@@ -146,11 +144,6 @@ struct ForwardTarget {
   int64_t prefill_tokens = 0;
   TimeNs arrived = -1;  // when the request arrived (-1: count from this forward)
 };
-
-// The answer's parser: its header fields' nodes are recycled by the worker's thread
-// (http/recycling_allocator.h); the body goes straight into the connection's piece buffer.
-using UpstreamParser =
-    http::response_parser<http::buffer_body, switchyard::http::RecyclingAllocator<char>>;
 
 // The prompt's prefill, counted as pending on the replica from the forward until the answer's
 // first body byte (or the forward's end, whichever comes first).
@@ -337,7 +330,7 @@ struct Worker::Impl {
                                          const ForwardTarget& target);
   // The answer's body after its head (`conn.head`, sent with the first piece), relayed piece
   // by piece as it comes; a coroutine of its own, so that each frame stays small.
-  asio::awaitable<RelayedBody> relayBody(ClientConnection& conn, UpstreamParser& parser,
+  asio::awaitable<RelayedBody> relayBody(ClientConnection& conn, AnswerParser& parser,
                                          switchyard::http::ConnectionStream& upstream,
                                          fleet::ReplicaState& replica,
                                          const fleet::ModelEntry& model, RelayTarget target);

@@ -34,6 +34,7 @@ set(SWITCHYARD_FUZZ_SOURCES
   src/fleet/routing_knobs_config.cc
   src/fleet/scrape_policy_config.cc
   src/fleet/signal_batch.cc
+  src/gateway/answer_parser.cc
   src/gateway/async_jobs.cc
   src/gateway/config.cc
   src/gateway/discovery_config.cc

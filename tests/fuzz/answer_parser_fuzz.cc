@@ -1,0 +1,94 @@
+// Fuzz target: the relay's answer parser (gateway/answer_parser.h) against Beast's own
+// response_parser<buffer_body> on the same bytes, arriving in the same pieces into the same small
+// body buffer. Both must agree on every call's outcome, on the status, the framing, keep-alive,
+// the body bytes, and on the fields: AnswerParser's string must be Beast's container walked in
+// order without the hop-by-hop fields. The first two bytes pick the arrival and body sizes.
+#include <boost/beast/http.hpp>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "gateway/answer_parser.h"
+
+namespace {
+
+namespace http = boost::beast::http;
+
+void check(bool condition) {
+  if (!condition) std::abort();
+}
+
+struct Side {
+  std::string fields;
+  std::string body;
+  bool failed = false;
+};
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 2) return 0;
+  const size_t arrival = 1 + data[0] % 64;
+  const size_t room = 1 + data[1] % 32;
+  const std::string_view bytes(reinterpret_cast<const char*>(data) + 2, size - 2);
+
+  Side ours, beasts;
+  switchyard::gateway::AnswerParser answer(ours.fields);
+  http::response_parser<http::buffer_body> reference;
+  answer.body_limit(uint64_t{1} << 20);
+  reference.body_limit(uint64_t{1} << 20);
+  char our_piece[32];
+  char their_piece[32];
+  std::string pending;  // arrived, not yet consumed (both consume the same: checked)
+  size_t at = 0;
+  for (int rounds = 0; rounds < 100000 && !answer.is_done(); ++rounds) {
+    if (pending.empty() || rounds % 3 == 0) {
+      if (at >= bytes.size()) break;
+      const size_t len = std::min(arrival, bytes.size() - at);
+      pending.append(bytes.substr(at, len));
+      at += len;
+    }
+    answer.setBody(our_piece, room);
+    reference.get().body().data = their_piece;
+    reference.get().body().size = room;
+    boost::beast::error_code our_ec, their_ec;
+    const size_t ours_used = answer.put(boost::asio::buffer(pending), our_ec);
+    const size_t theirs_used = reference.put(boost::asio::buffer(pending), their_ec);
+    check(ours_used == theirs_used);
+    check(our_ec == their_ec);
+    check(answer.bodyRoom() == reference.get().body().size);
+    const size_t got = room - answer.bodyRoom();
+    check(std::string_view(our_piece, got) == std::string_view(their_piece, got));
+    ours.body.append(our_piece, got);
+    pending.erase(0, ours_used);
+    if (our_ec && our_ec != http::error::need_more && our_ec != http::error::need_buffer) {
+      ours.failed = true;
+      break;
+    }
+  }
+  if (!ours.failed && !answer.is_done() && at >= bytes.size() && pending.empty() &&
+      answer.got_some()) {
+    // The connection ends here: an answer that runs until the close is complete, others not.
+    boost::beast::error_code our_ec, their_ec;
+    answer.put_eof(our_ec);
+    reference.put_eof(their_ec);
+    check(our_ec == their_ec);
+  }
+  check(answer.is_header_done() == reference.is_header_done());
+  check(answer.is_done() == reference.is_done());
+  if (!answer.is_header_done() || ours.failed) return 0;
+  check(answer.status() == reference.get().result_int());
+  check(answer.keep_alive() == reference.keep_alive());
+  check(answer.content_length() == reference.content_length());
+  check(answer.chunked() == reference.chunked());
+  for (const auto& f : reference.get()) {
+    if (switchyard::gateway::isHopByHop(f.name())) continue;
+    beasts.fields.append(f.name_string()).append(": ").append(f.value()).append("\r\n");
+  }
+  check(ours.fields == beasts.fields);
+  const std::string_view type = reference.get()[http::field::content_type];
+  check(answer.eventStream() ==
+        boost::beast::iequals(type.substr(0, 17), "text/event-stream"));
+  return 0;
+}
