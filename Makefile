@@ -36,6 +36,13 @@ demo: build
 bench: build
 	bash bench/e2e/proxy_overhead.sh
 
+# Instructions and cache misses per proxied request, Switchyard against nginx, counted under
+# Valgrind's callgrind (installs valgrind if missing): figures a shared VM's timings cannot give.
+# About 1 min. COUNT_* knobs: bench/e2e/request_instructions.sh.
+.PHONY: bench-instructions
+bench-instructions: build
+	bash bench/e2e/request_instructions.sh
+
 bench-faults: build
 	bash bench/e2e/faults.sh
 
