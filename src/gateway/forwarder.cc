@@ -231,8 +231,7 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
                  relayed.first_byte_at, finished, streams_at_start, replica->globalRunning(),
                  target.work_units});
   observer.onComplete(conn.observed, relayed.first_byte_at, prompt_tokens,
-                      relayed.completion_tokens,
-                      finished);
+                      relayed.completion_tokens, finished);
   if (status >= 500) {
     // already recorded as a failure above
   } else if (event_stream && status == 200 && !relayed.saw_done) {
