@@ -2,7 +2,7 @@
 JOBS ?= $(shell nproc)
 
 .PHONY: deps build build-debug test test-release test-debug tsan demo bench bench-faults \
-	bench-hetero bench-stampede bench-sim bench-optimizer bench-chaos bench-control-plane bench-scrape-cost bench-slo \
+	bench-hetero bench-stampede bench-sim bench-sim-speed bench-optimizer bench-chaos bench-control-plane bench-scrape-cost bench-slo \
 	bench-scaledown fuzz-smoke fuzz-campaign bench-tls bench-connections clean
 
 deps:
@@ -77,6 +77,10 @@ bench-prefix: build
 # PNG in build/bench-sim/. BENCH_SIM_SCALE: see bench/sim/bench-sim.sh; docs/simulation.md.
 bench-sim: build
 	bash bench/sim/bench-sim.sh
+# The simulator's speed against its goals: 1,000 replicas (x real time, medians of SPEED_RUNS=3)
+# and an hour of 10,000 replicas (SPEED_10K=0 skips it); about 5 min. bench/sim/speed.sh.
+bench-sim-speed: build
+	bash bench/sim/speed.sh
 # Traffic-aware scale-down: a Deployment shrinks under load behind 3 gateways (fake Kubernetes
 # API server, emulated engines), Kubernetes' own pick vs Switchyard's choice + drain. About
 # 1 min per run; CSV and PNG in build/bench-scaledown/. SCALEDOWN_* knobs: bench/e2e/scaledown.sh.

@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <ctime>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +25,20 @@ TimeNs wallNow() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+// CPU time of the calling thread (a strategy runs in one), user and system.
+double threadCpuSeconds() {
+  timespec t{};
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) != 0) return 0;
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
+}
+
+// The process's peak resident set, in MB (Linux reports kilobytes).
+double peakMemoryMb() {
+  rusage usage{};
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;
 }
 
 // The progress bar: simulated time, speed against real time and events per wall second.
@@ -146,8 +162,10 @@ int runSimulate(const SimulateOptions& options) {
       ProgressBar bar(options.progress, strategy);
       run.progress = [&bar](const sim::Progress& p) { bar.update(p); };
       const TimeNs run_started = wallNow();
+      const double cpu_started = threadCpuSeconds();
       set.runs.push_back(sim::runSimulation(one, run));
       set.runs.back().wall_seconds = static_cast<double>(wallNow() - run_started) / 1e9;
+      set.runs.back().cpu_seconds = threadCpuSeconds() - cpu_started;
       bar.done();
     }
   } catch (const ConfigError& e) {
@@ -158,6 +176,7 @@ int runSimulate(const SimulateOptions& options) {
     return 1;
   }
   set.wall_seconds = static_cast<double>(wallNow() - started) / 1e9;
+  set.peak_memory_mb = peakMemoryMb();
 
   const std::string summary = sim::formatSummary(set);
   std::printf("%s", summary.c_str());
@@ -167,9 +186,11 @@ int runSimulate(const SimulateOptions& options) {
     simulated += static_cast<double>(r.simulated) / 1e9;
     events += r.events;
   }
-  std::printf("\n%.0f simulated seconds in %.1f wall seconds (%.1fx real time), %.2f M events/s\n",
-              simulated, set.wall_seconds, simulated / std::max(1e-9, set.wall_seconds),
-              static_cast<double>(events) / std::max(1e-9, set.wall_seconds) / 1e6);
+  std::printf(
+      "\n%.0f simulated seconds in %.1f wall seconds (%.1fx real time), %.2f M events/s, peak "
+      "memory %.0f MB\n",
+      simulated, set.wall_seconds, simulated / std::max(1e-9, set.wall_seconds),
+      static_cast<double>(events) / std::max(1e-9, set.wall_seconds) / 1e6, set.peak_memory_mb);
   std::fflush(stdout);
 
   bool ok = true;

@@ -157,8 +157,9 @@ std::string formatSummary(const RunSet& set) {
         "  {:<26} {} events, {:.0f} simulated s{}; queue depth p99 {} max {}; health exclusions "
         "{}{}{}{}{}{}{}\n",
         run.strategy, run.events, sim_s,
-        run.wall_seconds > 0 ? fmt::format(" in {:.1f} wall s ({:.1f}x real time)",
-                                           run.wall_seconds, sim_s / run.wall_seconds)
+        run.wall_seconds > 0 ? fmt::format(" in {:.1f} wall s, {:.1f} CPU s ({:.1f}x real time)",
+                                           run.wall_seconds, run.cpu_seconds,
+                                           sim_s / run.wall_seconds)
                              : "",
         ms(run.queue_depth.percentile(99)),
         ms(run.queue_depth.max()), run.health_exclusions, exclusionReasons(run),
@@ -248,6 +249,7 @@ std::string formatSummaryJson(const RunSet& set) {
                      num(simulated), num(set.wall_seconds), events);
   out += fmt::format("  \"speed\": {},\n",
                      num(set.wall_seconds > 0 ? simulated / set.wall_seconds : 0, 2));
+  out += fmt::format("  \"peak_memory_mb\": {},\n", num(set.peak_memory_mb, 1));
   if (!set.capacities.empty()) {
     out += "  \"capacity_tokens_per_s\": {";
     for (size_t i = 0; i < set.capacities.size(); ++i) {
@@ -264,7 +266,9 @@ std::string formatSummaryJson(const RunSet& set) {
     out += fmt::format("      \"rate\": {},\n", num(run.rate));
     out += fmt::format("      \"simulated_seconds\": {},\n      \"events\": {},\n",
                        num(static_cast<double>(run.simulated) / 1e9), run.events);
-    out += fmt::format("      \"wall_seconds\": {},\n", num(run.wall_seconds));
+    // One line: the figures of the machine, not of the simulation (they differ run to run).
+    out += fmt::format("      \"wall_seconds\": {}, \"cpu_seconds\": {},\n", num(run.wall_seconds),
+                       num(run.cpu_seconds));
     out += fmt::format("      \"scrapes\": {},\n      \"telemetry_fresh_ratio\": {},\n",
                        run.scrapes, num(run.telemetry_fresh_ratio, 4));
     out += fmt::format(

@@ -18,6 +18,7 @@ struct RunSet {
   std::vector<TypeCapacity> capacities;  // empty unless the workload is a `load:`
   std::vector<RunResult> runs;           // one per strategy, scenario order
   double wall_seconds = 0;
+  double peak_memory_mb = 0;  // the process's peak resident set (0: not measured)
   bool timed_routing = false;  // routing CPU per decision was measured
 };
 

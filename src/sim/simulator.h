@@ -103,6 +103,7 @@ struct RunResult {
   Distribution queue_depth;
   int64_t decisions = 0;
   double wall_seconds = 0;  // set by the caller that timed the run (0: not timed)
+  double cpu_seconds = 0;   // the run's thread's CPU time (user + system), set likewise
   int64_t health_exclusions = 0;
   // Exclusions by reason (health::healthReasonName: load_outlier, request_failures, ...), summed
   // over every gateway's health decisions.

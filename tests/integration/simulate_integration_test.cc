@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
 
 #include "harness.h"
 
@@ -63,6 +64,12 @@ TEST(SimulateIntegrationTest, WritesTheSummaryJsonSeriesAndPlots) {
         "\"least-request\"", "\"lb sample 2\"", "\"requests\"", "\"goodput\"", "\"ttft_p99_ms\"",
         "\"e2e_p99_ms\"", "\"share_by_gpu\"", "\"L20\"", "\"A100\""}) {
     EXPECT_NE(summary.find(key), std::string::npos) << key << " missing in\n" << summary;
+  }
+  // The machine's figures: the peak resident set and each run's CPU time, measured.
+  for (const char* key : {"\"peak_memory_mb\": ", "\"cpu_seconds\": "}) {
+    const size_t at = summary.find(key);
+    ASSERT_NE(at, std::string::npos) << key << " missing in\n" << summary;
+    EXPECT_GT(std::stod(summary.substr(at + std::string(key).size())), 0.0) << key;
   }
   for (const char* file :
        {"summary.txt", "summary.csv", "summary.json", "least-request-seconds.csv",
