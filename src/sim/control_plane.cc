@@ -24,15 +24,32 @@ void Simulator::scrapeTick(SimGateway& g) {
   if (g.scrape_slots.size() < replicas_.size()) g.scrape_slots.resize(replicas_.size());
   const size_t n = g.replica_at.size();
   size_t p = g.scrape_resume < n ? g.scrape_resume : 0;
+  std::vector<size_t>& due = g.scrape_due;
+  due.clear();
   for (size_t visited = 0; visited < n; ++visited, p = p + 1 == n ? 0 : p + 1) {
     const uint32_t replica = g.replica_at[p];
     if (sharded && scrape_owner_[replica] != g.index) continue;
     if (g.scrape_slots[replica].due > now_) continue;
     if (!g.scrape_budget.take(now_)) {  // the rest wait for tokens, this one first
       g.scrape_resume = p;
-      return;
+      break;
     }
-    scrapeReplica(g, p, share);
+    due.push_back(p);
+  }
+  // Each scraped replica's engine model and this gateway's state of it are out of cache (at
+  // 10,000 replicas, in DRAM): their lines are fetched a few scrapes ahead, the replica's record
+  // (which points at its model) further ahead still.
+  constexpr size_t kAhead = 8;
+  for (size_t i = 0; i < due.size(); ++i) {
+    if (i + 2 * kAhead < due.size()) {
+      __builtin_prefetch(&replicas_[g.replica_at[due[i + 2 * kAhead]]]);
+    }
+    if (i + kAhead < due.size()) {
+      const size_t ahead = due[i + kAhead];
+      replicas_[g.replica_at[ahead]].model->prefetchForScrape();
+      g.fleet_states[ahead]->prefetchSignals();
+    }
+    scrapeReplica(g, due[i], share);
   }
 }
 
@@ -64,7 +81,12 @@ void Simulator::readSharedScrapes(SimGateway& g) {
     g.share_cursor = end;
     return;
   }
+  constexpr size_t kAhead = 8;  // records whose replica's state is fetched ahead (cold)
   for (size_t i = std::max(g.share_cursor, shared_scrapes_base_); i < end; ++i) {
+    if (i + kAhead < end) {
+      const uint32_t ahead = shared_scrapes_[i + kAhead - shared_scrapes_base_].replica;
+      if (ahead < g.states.size() && g.states[ahead]) g.states[ahead]->prefetchSignals();
+    }
     const SharedScrape& record = shared_scrapes_[i - shared_scrapes_base_];
     if (record.from == g.index || record.replica >= g.position.size() ||
         g.position[record.replica] < 0) {

@@ -177,6 +177,7 @@ struct SimGateway {
   std::vector<ScrapeSlot> scrape_slots;
   fleet::ScrapeBudget scrape_budget;
   size_t scrape_resume = 0;  // where a scan the budget cut short resumes
+  std::vector<size_t> scrape_due;  // scratch: the positions a tick scrapes, in order
   size_t share_cursor = 0;   // shared scrapes read so far (an absolute count)
 };
 
