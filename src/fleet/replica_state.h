@@ -157,12 +157,12 @@ class ReplicaState {
     return counters_.running.load(std::memory_order_relaxed) +
            remote_running_.load(std::memory_order_relaxed);
   }
-  // Asks the CPU for the cache lines a routing decision reads (the in-flight count, the signals
-  // and gate, the learned capacity), so that a sampled decision's replicas are fetched together
-  // rather than one after another.
   // The line a scrape's result is stored in (storeSignals), for a control plane that stores
   // many replicas' in a row.
   void prefetchSignals() const { __builtin_prefetch(&engine_running_, 1); }
+  // Asks the CPU for the cache lines a routing decision reads (the in-flight count, the signals
+  // and gate, the learned capacity), so that a sampled decision's replicas are fetched together
+  // rather than one after another.
   void prefetchForRouting() const {
     __builtin_prefetch(&counters_.running);
     __builtin_prefetch(&engine_running_);
