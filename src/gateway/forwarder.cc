@@ -12,11 +12,10 @@
 #include <boost/asio/ssl/stream_base.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http.hpp>
-#include <charconv>
 #include <optional>
 
-#include "api/usage_scanner.h"
 #include "fleet/completion_accounting.h"
+#include "gateway/body_relay.h"
 #include "gateway/worker_impl.h"
 #include "http/parse_buffered.h"
 #include "http/recycling_allocator.h"
@@ -32,8 +31,6 @@ namespace {
 void cancelUpstream(void* upstream) {
   if (auto& stream = *static_cast<UpstreamPool::Stream*>(upstream)) stream->cancel();
 }
-
-constexpr size_t kEventPieceSize = 4 * 1024;
 
 }  // namespace
 
@@ -251,97 +248,11 @@ asio::awaitable<RelayedBody> Worker::Impl::relayBody(ClientConnection& conn,
                                                      fleet::ReplicaState& replica,
                                                      const fleet::ModelEntry& model,
                                                      RelayTarget target) {
-  RelayedBody relayed;
-  api::UsageScanner scanner(target.event_stream ? api::UsageScanner::Mode::kSse
-                                                : api::UsageScanner::Mode::kJson);
-  // A stream's events are small and come a few at a time: at most one page of them per client
-  // write keeps each of thousands of streams' pieces to one resident page, where a sized body
-  // fills the whole piece per write.
-  const size_t piece_room = target.event_stream ? kEventPieceSize : kPieceSize;
-  bool head_sent = false;
-  char chunk_prefix[24];
-  static constexpr std::string_view kCrlf = "\r\n";
-  static constexpr std::string_view kLastChunk = "0\r\n\r\n";
-  for (;;) {
-    size_t got = 0;
-    if (!parser.is_done()) {
-      parser.setBody(conn.piece.get(), piece_room);
-      // What came with the head or the last read goes first, without a pass of the event loop.
-      boost::system::error_code ec = switchyard::http::parseBuffered(parser, conn.upstream_buffer);
-      if (!ec && parser.bodyRoom() == piece_room && !parser.is_done()) {
-        upstream.expires_after(asDuration(model.timeouts.idle));
-        auto [rec, n] =
-            co_await upstream.async_read_some(switchyard::http::readRoom(conn.upstream_buffer),
-                                              kTuple);
-        ec = switchyard::http::parseRead(parser, conn.upstream_buffer, rec, n);
-      }
-      got = piece_room - parser.bodyRoom();
-      if (ec && conn.watch->gone) {
-        observer.onClientCancelled(conn.observed, relayed.first_byte_at < 0
-                                                      ? observe::CancelStage::kWaitingFirstByte
-                                                      : observe::CancelStage::kStreaming);
-        relayed.result = ForwardResult::kAborted;
-        co_return relayed;
-      }
-      if (ec) {
-        replica.counters().upstream_errors_total.fetch_add(1, std::memory_order_relaxed);
-        replica.recordFailure();
-        observer.onUpstreamError(conn.observed, ec == beast::error::timeout
-                                                    ? observe::UpstreamErrorKind::kTimeout
-                                                    : observe::UpstreamErrorKind::kReset);
-        spdlog::warn("request {}: {} failed mid-response: {}", target.request_id,
-                     replica.name(), ec.message());
-        relayed.result = head_sent ? ForwardResult::kAborted : ForwardResult::kFailedBeforeSending;
-        co_return relayed;
-      }
-    }
-    const bool done = parser.is_done();
-    if (got == 0 && !done) continue;
-    if (got > 0) {
-      if (relayed.first_byte_at < 0) {
-        relayed.first_byte_at = now();
-        target.prefill->release();
-      }
-      scanner.feed(std::string_view(conn.piece.get(), got));
-      if (target.capture_job_id && conn.job_id.empty() && conn.job_id_scanned < kJobIdScanBytes) {
-        conn.job_id_scanned += got;
-        conn.job_id.assign(findResourceId(std::string_view(conn.piece.get(), got)));
-      }
-    }
-
-    std::array<asio::const_buffer, 5> out;
-    size_t count = 0;
-    if (!head_sent) out[count++] = asio::buffer(conn.head);
-    if (got > 0) {
-      if (target.chunk_to_client) {
-        // The chunk's size line: to_chars, not snprintf (a format parse per relayed piece).
-        char* end = std::to_chars(chunk_prefix, chunk_prefix + 16, got, 16).ptr;
-        *end++ = '\r';
-        *end++ = '\n';
-        out[count++] = asio::buffer(chunk_prefix, static_cast<size_t>(end - chunk_prefix));
-      }
-      out[count++] = asio::buffer(conn.piece.get(), got);
-      if (target.chunk_to_client) out[count++] = asio::buffer(kCrlf);
-    }
-    if (done && target.chunk_to_client) out[count++] = asio::buffer(kLastChunk);
-    conn.stream.expires_after(asDuration(config.timeouts.client_write));
-    auto [wec, wn] = co_await switchyard::http::writeAll(
-        conn.stream, std::span<const asio::const_buffer>(out.data(), count), aloneOnWorker());
-    head_sent = true;
-    if (wec) {
-      // The client went away; dropping the upstream connection aborts the engine's work.
-      if (wec != beast::error::timeout) {
-        observer.onClientCancelled(conn.observed, observe::CancelStage::kStreaming);
-      }
-      relayed.result = ForwardResult::kAborted;
-      co_return relayed;
-    }
-    if (done) break;
-  }
-  relayed.prompt_tokens = scanner.promptTokens();
-  relayed.completion_tokens = scanner.completionTokens();
-  relayed.saw_done = scanner.sawDone();
-  co_return relayed;
+  BodyRelay relay({observer, inflight, config.timeouts.client_write}, conn, parser, upstream,
+                  replica, model, target);
+  if (relay.begin() == BodyRelay::Step::kEnded) co_return relay.result();
+  co_return co_await asio::async_initiate<const asio::use_awaitable_t<>&, void(RelayedBody)>(
+      [&relay](auto done) { relay.await(std::move(done)); }, asio::use_awaitable);
 }
 
 }  // namespace switchyard::gateway

@@ -329,7 +329,7 @@ struct Worker::Impl {
                                          const fleet::ModelEntry& model,
                                          const ForwardTarget& target);
   // The answer's body after its head (`conn.head`, sent with the first piece), relayed piece
-  // by piece as it comes; a coroutine of its own, so that each frame stays small.
+  // by piece as it comes by a BodyRelay (body_relay.h), which this coroutine waits for.
   asio::awaitable<RelayedBody> relayBody(ClientConnection& conn, AnswerParser& parser,
                                          switchyard::http::ConnectionStream& upstream,
                                          fleet::ReplicaState& replica,

@@ -267,6 +267,27 @@ TEST_F(ReadyLimitsTest, ReadyzTurnsDrainingOnShutdownWhileHealthzStaysAlive) {
   EXPECT_EQ(gateway.child().waitExit(deadlineIn(10s)), std::optional<int>(0));
 }
 
+TEST_F(ReadyLimitsTest, AStreamCutByTheEndOfTheShutdownGraceLeavesACleanExit) {
+  // The worker's event loop is torn down with the stream's relay waiting on the engine: the
+  // relay and the coroutine waiting for it must go with it (a sanitizer build reports a leak
+  // as a failed exit).
+  startEngines();
+  TempFile file(singleEngineConfig(engines_[0]->port(), "timeouts: { shutdown_grace_ms: 300 }\n"),
+                ".yaml");
+  Process gateway({"gateway", "--config", file.path()});
+  ASSERT_TRUE(waitReady(gateway.port(1)));
+  std::thread stream([&] {
+    streamRequest(gateway.port(0), "POST", "/v1/chat/completions",
+                  chatBody("llama2-7b", 1000, true), kJson, 30s);
+  });
+  ASSERT_TRUE(waitUntil([&] { return engineInflight(engines_[0]->port()) >= 1; }, 5s));
+  std::this_thread::sleep_for(200ms);  // tokens are flowing: the relay waits on a read
+  gateway.child().sendSignal(SIGTERM);
+  EXPECT_EQ(gateway.child().waitExit(deadlineIn(10s)), std::optional<int>(0));
+  gateway.markStopped();
+  stream.join();
+}
+
 TEST(WorkerCountTest, WorkersZeroFollowsTheAffinityMask) {
   auto engine = startEngine("L20");
   TempFile file(singleEngineConfig(engine->port(), "", /*workers=*/0), ".yaml");

@@ -1,0 +1,170 @@
+#include "gateway/body_relay.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/buffers_suffix.hpp>
+#include <charconv>
+#include <span>
+
+#include "gateway/async_jobs.h"
+#include "http/parse_buffered.h"
+
+namespace switchyard::gateway {
+
+constexpr size_t kEventPieceSize = 4 * 1024;
+
+BodyRelay::BodyRelay(WorkerView worker, ClientConnection& conn, AnswerParser& parser,
+                     switchyard::http::ConnectionStream& upstream, fleet::ReplicaState& replica,
+                     const fleet::ModelEntry& model, RelayTarget target)
+    : worker_(worker),
+      conn_(conn),
+      parser_(parser),
+      upstream_(upstream),
+      replica_(replica),
+      model_(model),
+      target_(target),
+      piece_room_(target.event_stream ? kEventPieceSize : kPieceSize),
+      scanner_(target.event_stream ? api::UsageScanner::Mode::kSse
+                                   : api::UsageScanner::Mode::kJson) {}
+
+BodyRelay::Step BodyRelay::run() {
+  Step step = Step::kNext;
+  while (step == Step::kNext) step = parseOrRead();
+  return step;
+}
+
+BodyRelay::Step BodyRelay::parseOrRead() {
+  if (parser_.is_done()) return afterParse({}, 0);
+  parser_.setBody(conn_.piece.get(), piece_room_);
+  // What came with the head or the last read goes first, without a pass of the event loop.
+  const boost::system::error_code ec =
+      switchyard::http::parseBuffered(parser_, conn_.upstream_buffer);
+  if (!ec && parser_.bodyRoom() == piece_room_ && !parser_.is_done()) {
+    upstream_.expires_after(asDuration(model_.timeouts.idle));
+    upstream_.async_read_some(
+        switchyard::http::readRoom(conn_.upstream_buffer),
+        [pending = Pending(this)](boost::system::error_code read_ec, size_t n) mutable {
+          pending.take()->onRead(read_ec, n);
+        });
+    return Step::kWaiting;
+  }
+  return afterParse(ec, piece_room_ - parser_.bodyRoom());
+}
+
+void BodyRelay::onRead(boost::system::error_code ec, size_t transferred) {
+  ec = switchyard::http::parseRead(parser_, conn_.upstream_buffer, ec, transferred);
+  if (afterParse(ec, piece_room_ - parser_.bodyRoom()) == Step::kNext) run();
+}
+
+BodyRelay::Step BodyRelay::afterParse(boost::system::error_code ec, size_t got) {
+  observe::WorkerObserver& observer = worker_.observer;
+  if (ec && conn_.watch->gone) {
+    observer.onClientCancelled(conn_.observed, relayed_.first_byte_at < 0
+                                                   ? observe::CancelStage::kWaitingFirstByte
+                                                   : observe::CancelStage::kStreaming);
+    return end(ForwardResult::kAborted);
+  }
+  if (ec) {
+    replica_.counters().upstream_errors_total.fetch_add(1, std::memory_order_relaxed);
+    replica_.recordFailure();
+    observer.onUpstreamError(conn_.observed, ec == beast::error::timeout
+                                                 ? observe::UpstreamErrorKind::kTimeout
+                                                 : observe::UpstreamErrorKind::kReset);
+    spdlog::warn("request {}: {} failed mid-response: {}", target_.request_id, replica_.name(),
+                 ec.message());
+    return end(head_sent_ ? ForwardResult::kAborted : ForwardResult::kFailedBeforeSending);
+  }
+  const bool done = parser_.is_done();
+  if (got == 0 && !done) return Step::kNext;
+  if (got > 0) {
+    if (relayed_.first_byte_at < 0) {
+      relayed_.first_byte_at = SteadyClock::instance().now();
+      target_.prefill->release();
+    }
+    const std::string_view piece(conn_.piece.get(), got);
+    scanner_.feed(piece);
+    if (target_.capture_job_id && conn_.job_id.empty() && conn_.job_id_scanned < kJobIdScanBytes) {
+      conn_.job_id_scanned += got;
+      conn_.job_id.assign(findResourceId(piece));
+    }
+  }
+  return write(got, done);
+}
+
+BodyRelay::Step BodyRelay::write(size_t got, bool done) {
+  size_t count = 0;
+  if (!head_sent_) out_[count++] = asio::buffer(conn_.head);
+  if (got > 0) {
+    if (target_.chunk_to_client) {
+      // The chunk's size line: to_chars, not snprintf (a format parse per relayed piece).
+      char* line_end = std::to_chars(chunk_prefix_, chunk_prefix_ + 16, got, 16).ptr;
+      *line_end++ = '\r';
+      *line_end++ = '\n';
+      out_[count++] = asio::buffer(chunk_prefix_, static_cast<size_t>(line_end - chunk_prefix_));
+    }
+    out_[count++] = asio::buffer(conn_.piece.get(), got);
+    if (target_.chunk_to_client) out_[count++] = asio::buffer(std::string_view("\r\n"));
+  }
+  if (done && target_.chunk_to_client) out_[count++] = asio::buffer(std::string_view("0\r\n\r\n"));
+  last_piece_ = done;
+  conn_.stream.expires_after(asDuration(worker_.client_write_timeout));
+  const std::span<const asio::const_buffer> buffers(out_.data(), count);
+  // The handler is made where the write is started: destroyed unused, it would abandon the relay.
+  const auto written = [this] {
+    return [pending = Pending(this)](boost::system::error_code write_ec, size_t) mutable {
+      pending.take()->onWritten(write_ec);
+    };
+  };
+  if (worker_.inflight.load(std::memory_order_relaxed) == 1) {
+    // What the socket takes at once goes without the event loop (http/write_all.h says when).
+    const size_t sent = conn_.stream.writeNow(buffers);
+    if (sent == asio::buffer_size(buffers) && sent > 0) return afterWrite({});
+    beast::buffers_suffix<std::span<const asio::const_buffer>> rest(buffers);
+    rest.consume(sent);
+    asio::async_write(conn_.stream, rest, written());
+    return Step::kWaiting;
+  }
+  asio::async_write(conn_.stream, buffers, written());
+  return Step::kWaiting;
+}
+
+void BodyRelay::onWritten(boost::system::error_code ec) {
+  if (afterWrite(ec) == Step::kNext) run();
+}
+
+BodyRelay::Step BodyRelay::afterWrite(boost::system::error_code ec) {
+  head_sent_ = true;
+  if (ec) {
+    // The client went away; dropping the upstream connection aborts the engine's work.
+    if (ec != beast::error::timeout) {
+      worker_.observer.onClientCancelled(conn_.observed, observe::CancelStage::kStreaming);
+    }
+    return end(ForwardResult::kAborted);
+  }
+  return last_piece_ ? end(ForwardResult::kDone) : Step::kNext;
+}
+
+BodyRelay::Step BodyRelay::end(ForwardResult result) {
+  relayed_.result = result;
+  if (result == ForwardResult::kDone) {
+    relayed_.prompt_tokens = scanner_.promptTokens();
+    relayed_.completion_tokens = scanner_.completionTokens();
+    relayed_.saw_done = scanner_.sawDone();
+  }
+  // Ended inside begin(): the coroutine reads result() and never waits.
+  if (!done_) return Step::kEnded;
+  // The handler resumes the coroutine whose frame owns this relay: it is the last thing done.
+  asio::any_completion_handler<void(RelayedBody)> done(std::move(*done_));
+  done(relayed_);
+  return Step::kEnded;
+}
+
+void BodyRelay::abandon() {
+  if (!done_) return;  // torn down inside begin(): nothing waits yet
+  asio::any_completion_handler<void(RelayedBody)> done(std::move(*done_));
+  done_.reset();
+  // `done` goes out of scope last: with it the waiting coroutine's frame, and this relay.
+}
+
+}  // namespace switchyard::gateway
