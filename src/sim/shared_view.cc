@@ -9,41 +9,60 @@ void SharedView::resize(size_t replicas) {
   for (auto& h : held_) h.resize(replicas, 0);
 }
 
+namespace {
+
+// sum += to - from, field by field (the counters are integers: the sums stay exact).
+inline void shift(fleet::CapacityCounters& sum, const fleet::CapacityCounters& from,
+                  const fleet::CapacityCounters& to) {
+  sum.output_tokens += to.output_tokens - from.output_tokens;
+  sum.prefill_tokens += to.prefill_tokens - from.prefill_tokens;
+  sum.prefill_ns += to.prefill_ns - from.prefill_ns;
+  sum.tokenless_requests += to.tokenless_requests - from.tokenless_requests;
+  sum.tokenless_latency_ns += to.tokenless_latency_ns - from.tokenless_latency_ns;
+  sum.token_time_ns += to.token_time_ns - from.token_time_ns;
+  sum.timed_tokens += to.timed_tokens - from.timed_tokens;
+  sum.token_concurrency += to.token_concurrency - from.token_concurrency;
+}
+
+}  // namespace
+
 void SharedView::publish(int g, const std::vector<ReplicaReport>& report, TimeNs now) {
-  reports_[static_cast<size_t>(g)] = report;
+  // The counters summed over every gateway change by what this gateway's report changed: a
+  // read copies the sums instead of adding up every gateway's report again. One pass moves the
+  // sums and keeps the new report.
+  std::vector<ReplicaReport>& kept = reports_[static_cast<size_t>(g)];
+  if (global_.size() < report.size()) global_.resize(report.size());
+  const fleet::CapacityCounters none{};
+  for (size_t r = report.size(); r < kept.size(); ++r) shift(global_[r], kept[r].counters, none);
+  kept.resize(report.size());
+  for (size_t r = 0; r < report.size(); ++r) {
+    shift(global_[r], kept[r].counters, report[r].counters);
+    kept[r] = report[r];
+  }
   published_at_[static_cast<size_t>(g)] = now;
 }
 
 void SharedView::read(int g, TimeNs now, bool counted_on_path, SyncView& out) const {
   const size_t n = admitted_.empty() ? 0 : admitted_[0].size();
   out.others_running.assign(n, 0);
-  out.global.assign(n, fleet::CapacityCounters{});
+  // Counters are summed over every gateway that ever reported, as the live store keeps them.
+  const size_t summed = std::min(n, global_.size());
+  out.global.assign(global_.begin(), global_.begin() + static_cast<ptrdiff_t>(summed));
+  out.global.resize(n);
   out.live_gateways = 0;
   out.gateway_rank = 0;
   for (size_t other = 0; other < reports_.size(); ++other) {
     const bool is_live = live(other, now);
     out.live_gateways += is_live;
     if (is_live && static_cast<int>(other) < g) ++out.gateway_rank;
-    const std::vector<ReplicaReport>& report = reports_[other];
-    for (size_t r = 0; r < report.size() && r < n; ++r) {
-      // Counters are summed over every gateway that ever reported, as the live store keeps them.
-      fleet::CapacityCounters& sum = out.global[r];
-      const fleet::CapacityCounters& c = report[r].counters;
-      sum.output_tokens += c.output_tokens;
-      sum.prefill_tokens += c.prefill_tokens;
-      sum.prefill_ns += c.prefill_ns;
-      sum.tokenless_requests += c.tokenless_requests;
-      sum.tokenless_latency_ns += c.tokenless_latency_ns;
-      sum.token_time_ns += c.token_time_ns;
-      sum.timed_tokens += c.timed_tokens;
-      sum.token_concurrency += c.token_concurrency;
-      if (is_live && static_cast<int>(other) != g && !counted_on_path) {
-        out.others_running[r] += report[r].running;
-      }
-    }
-    if (counted_on_path && is_live && static_cast<int>(other) != g) {
+    if (!is_live || static_cast<int>(other) == g) continue;
+    if (counted_on_path) {
       const std::vector<int32_t>& admitted = admitted_[other];
       for (size_t r = 0; r < n; ++r) out.others_running[r] += admitted[r];
+    } else {
+      const std::vector<ReplicaReport>& report = reports_[other];
+      const size_t reported = std::min(n, report.size());
+      for (size_t r = 0; r < reported; ++r) out.others_running[r] += report[r].running;
     }
   }
   out.live_gateways = std::max(1, out.live_gateways);

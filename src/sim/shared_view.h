@@ -84,6 +84,7 @@ class SharedView {
   TimeNs liveness_ttl_;
   bool down_ = false;
   std::vector<std::vector<ReplicaReport>> reports_;  // [gateway][replica]
+  std::vector<fleet::CapacityCounters> global_;      // [replica]: reports_' counters summed
   std::vector<TimeNs> published_at_;                 // heartbeats; -1: never
   std::vector<std::vector<int32_t>> admitted_;       // [gateway][replica]
   std::vector<std::vector<int32_t>> held_;           // leased slots, [gateway][replica]
