@@ -3,12 +3,12 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/write.hpp>
-#include <boost/beast/core/buffers_suffix.hpp>
 #include <charconv>
 #include <span>
 
 #include "gateway/async_jobs.h"
 #include "http/parse_buffered.h"
+#include "http/write_all.h"
 
 namespace switchyard::gateway {
 
@@ -118,11 +118,9 @@ BodyRelay::Step BodyRelay::write(size_t got, bool done) {
   };
   if (worker_.inflight.load(std::memory_order_relaxed) == 1) {
     // What the socket takes at once goes without the event loop (http/write_all.h says when).
-    const size_t sent = conn_.stream.writeNow(buffers);
-    if (sent == asio::buffer_size(buffers) && sent > 0) return afterWrite({});
-    beast::buffers_suffix<std::span<const asio::const_buffer>> rest(buffers);
-    rest.consume(sent);
-    asio::async_write(conn_.stream, rest, written());
+    const auto at_once = switchyard::http::sendAtOnce(conn_.stream, buffers);
+    if (at_once.whole) return afterWrite({});
+    asio::async_write(conn_.stream, at_once.rest, written());
     return Step::kWaiting;
   }
   asio::async_write(conn_.stream, buffers, written());

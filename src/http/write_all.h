@@ -22,19 +22,35 @@
 
 namespace switchyard::http {
 
+// What the socket took of `buffers` right away (TimedSocket::writeNow), and what is left.
+template <class ConstBuffers>
+struct SentAtOnce {
+  std::size_t sent;
+  bool whole;  // every byte went (and there was one to send): nothing is left to await
+  boost::beast::buffers_suffix<ConstBuffers> rest;
+};
+
+// Sends what the socket takes right away, without the event loop. The caller writes `rest` by
+// awaiting (or with a handler) unless `whole`.
+template <class ConstBuffers>
+SentAtOnce<ConstBuffers> sendAtOnce(ConnectionStream& stream, const ConstBuffers& buffers) {
+  const std::size_t sent = stream.writeNow(buffers);
+  SentAtOnce<ConstBuffers> out{sent, sent == boost::asio::buffer_size(buffers) && sent > 0,
+                               boost::beast::buffers_suffix<ConstBuffers>(buffers)};
+  out.rest.consume(sent);
+  return out;
+}
+
 // Writes all of `buffers`, what the socket takes right away without the event loop, and awaits
 // only the rest. The result is what an awaited write's would be: (error, bytes).
 template <class ConstBuffers>
 boost::asio::awaitable<std::tuple<boost::system::error_code, std::size_t>> writeAllAtOnce(
     ConnectionStream& stream, const ConstBuffers& buffers) {
-  const std::size_t sent = stream.writeNow(buffers);
-  const std::size_t total = boost::asio::buffer_size(buffers);
-  if (sent == total && total > 0) co_return std::tuple{boost::system::error_code{}, total};
-  boost::beast::buffers_suffix<ConstBuffers> rest(buffers);
-  rest.consume(sent);
+  SentAtOnce<ConstBuffers> at_once = sendAtOnce(stream, buffers);
+  if (at_once.whole) co_return std::tuple{boost::system::error_code{}, at_once.sent};
   auto [ec, written] = co_await boost::asio::async_write(
-      stream, rest, boost::asio::as_tuple(boost::asio::use_awaitable));
-  co_return std::tuple{ec, sent + written};
+      stream, at_once.rest, boost::asio::as_tuple(boost::asio::use_awaitable));
+  co_return std::tuple{ec, at_once.sent + written};
 }
 
 // Writes all of `buffers`: at once (above) when `at_once`, else an awaited write, without a
