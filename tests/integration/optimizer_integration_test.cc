@@ -10,6 +10,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <stop_token>
 #include <tuple>
 #include <thread>
 
@@ -83,17 +84,38 @@ profile::GpuProfile readProfile(const std::string& path) {
   return parsed.profile.value_or(profile::GpuProfile{});
 }
 
-// How late a 2 ms timer fires on this host right now, seconds (mean of 50). The HTTP emulator
+// How late a 2 ms timer fires on this host, seconds (mean over `samples`). The HTTP emulator
 // runs every engine step on a timer, so a busy host stretches each step by about this much.
-double timerLateness() {
+double timerLateness(int samples = 50) {
   double late = 0;
-  for (int i = 0; i < 50; ++i) {
+  for (int i = 0; i < samples; ++i) {
     const auto start = std::chrono::steady_clock::now();
     std::this_thread::sleep_for(2ms);  // measuring the timer itself, not waiting for anything
     late += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() - 0.002;
   }
-  return std::max(0.0, late / 50);
+  return std::max(0.0, late / samples);
 }
+
+// The timer's lateness all through a measurement, not only before and after it: a host busy for
+// a few seconds in the middle stretches the steps measured then. worst() is the largest mean
+// over any 100 ms the sampler saw.
+class LatenessSampler {
+ public:
+  LatenessSampler()
+      : thread_([this](std::stop_token stop) {
+          while (!stop.stop_requested()) {
+            const double late = timerLateness(50);
+            double seen = worst_.load();
+            while (late > seen && !worst_.compare_exchange_weak(seen, late)) {
+            }
+          }
+        }) {}
+  double worst() const { return worst_.load(); }
+
+ private:
+  std::atomic<double> worst_{0};
+  std::jthread thread_;
+};
 
 bool within(double measured, double emulated, double fraction, double absolute = 0) {
   return std::fabs(measured - emulated) <= fraction * std::fabs(emulated) + absolute;
@@ -101,10 +123,11 @@ bool within(double measured, double emulated, double fraction, double absolute =
 
 // `switchyard profile` against the HTTP emulator and `gen-profile --emulated` on the same grid,
 // rates and (seeded) arrivals agree within 10 % per measured step. On top of the 10 %: 5 ms of
-// TTFT for the HTTP path, and the host's timer lateness per engine step (measured before and
-// after), which the engine model does not have — on an idle host it is a few microseconds.
+// TTFT for the HTTP path, and the host's timer lateness (the worst 100 ms seen while measuring)
+// for each engine step inside the compared time, which the engine model does not have — on an
+// idle host a few hundred microseconds.
 TEST(OptimizerIntegrationTest, EmulatedProfileMatchesAMeasuredProfileOfTheEmulator) {
-  const double late_before = timerLateness();
+  const LatenessSampler sampler;
   auto engine = startEngine("A10");
   RemoveOnExit files{{tempPath("raw.json"), tempPath("measured.json"), tempPath("emulated.json")}};
   const std::vector<std::string> sweep = {"--rates",        "2,4,6", "--step-seconds", "6",
@@ -124,7 +147,7 @@ TEST(OptimizerIntegrationTest, EmulatedProfileMatchesAMeasuredProfileOfTheEmulat
                                       "tpot=50ms",   "-o",           files.paths[2]};
   emulate.insert(emulate.end(), sweep.begin(), sweep.end());
   ASSERT_TRUE(runCommand(emulate));
-  const double late = std::max(late_before, timerLateness());
+  const double late = sampler.worst();
   ::testing::Test::RecordProperty("timer_lateness_us", static_cast<int>(late * 1e6));
   const profile::GpuProfile measured = readProfile(files.paths[1]);
   const profile::GpuProfile emulated = readProfile(files.paths[2]);
@@ -147,9 +170,13 @@ TEST(OptimizerIntegrationTest, EmulatedProfileMatchesAMeasuredProfileOfTheEmulat
       // Under ASan the emulator's own work per request (parsing, scheduling, relaying) is several
       // times slower and queues arrivals at the highest rate; TTFT, the figure that queueing moves
       // first, is compared in the release build only.
+      // A request's TTFT holds its wait in the queue as well as its prefill: every step the
+      // engine ran in that time was late.
+      const double ttft_steps = e[s].ttft.mean / std::max(e[s].tpot.mean, 1e-3) + 2;
       if (!kSanitized) {
-        EXPECT_TRUE(within(m[s].ttft.mean, e[s].ttft.mean, 0.10, 0.005 + 2 * late))
-            << m[s].ttft.mean << " vs " << e[s].ttft.mean;
+        EXPECT_TRUE(within(m[s].ttft.mean, e[s].ttft.mean, 0.10, 0.005 + ttft_steps * late))
+            << m[s].ttft.mean << " vs " << e[s].ttft.mean << " (timer " << late * 1e6
+            << " us late, " << ttft_steps << " steps)";
       }
       ++compared;
     }
