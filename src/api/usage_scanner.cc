@@ -259,8 +259,116 @@ void UsageScanner::endLine() {
   done_match_ = 0;
 }
 
+bool UsageScanner::jsonAtRest() const {
+  return !in_string_ && !json_started_ && depth_ == 0 && pending_ == Key::kNone &&
+         active_ == Key::kNone && usage_depth_ == -1 && number_key_ == Key::kNone;
+}
+
+namespace {
+
+// The quotes of one line [p, eol), found in a single pass. False when the line holds a backslash
+// (a string's end is then not simply the next quote) or a '\r' (another line end), or more quotes
+// than `kMost`.
+struct LineQuotes {
+  static constexpr size_t kMost = 96;
+  size_t count = 0;
+  const char* at[kMost];
+
+  bool add(const char* quote) {
+    if (count == kMost) return false;
+    at[count++] = quote;
+    return true;
+  }
+  bool find(const char* p, const char* eol) {
+#if defined(__SSE2__)
+    const __m128i quote = _mm_set1_epi8('"');
+    const __m128i backslash = _mm_set1_epi8('\\');
+    const __m128i cr = _mm_set1_epi8('\r');
+    for (; eol - p >= 16; p += 16) {
+      const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+      if (_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(bytes, backslash),
+                                         _mm_cmpeq_epi8(bytes, cr))) != 0) {
+        return false;
+      }
+      for (auto quotes = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(bytes, quote)));
+           quotes != 0; quotes &= quotes - 1) {
+        if (!add(p + std::countr_zero(quotes))) return false;
+      }
+    }
+#endif
+    for (; p < eol; ++p) {
+      if (*p == '\\' || *p == '\r' || (*p == '"' && !add(p))) return false;
+    }
+    return true;
+  }
+};
+
+// Whether the bytes between a string's end and the next string's start make that string a key
+// whose value comes next: blanks around exactly one ':' (feedJson() reads them the same way).
+bool onlyColonBetween(const char* p, const char* end) {
+  int colons = 0;
+  for (; p < end; ++p) {
+    if (*p == ':') {
+      ++colons;
+    } else if (*p != ' ' && *p != '\t') {
+      return false;
+    }
+  }
+  return colons == 1;
+}
+
+}  // namespace
+
+// At the start of a line with the JSON state at rest: an event whose one data line and blank line
+// are both in this piece, read from string to string. Only text matters in it; a backslash, a
+// "usage" key or anything unusual hands the event back to the byte-level reading, before
+// anything has changed. True when it consumed the event.
+bool UsageScanner::scanWholeEvent(const char*& p, const char* end) {
+  constexpr std::string_view kData = "data:";
+  if (static_cast<size_t>(end - p) < kData.size() + 3 ||
+      std::memcmp(p, kData.data(), kData.size()) != 0) {
+    return false;
+  }
+  const char* value = p + kData.size();
+  if (*value == ' ') ++value;
+  if (*value != '{') return false;  // not an object ("[DONE]", something else): byte by byte
+  // The line's end first: an event cut by the piece's end (the usual reason to decline) costs
+  // one quick search.
+  const auto* eol =
+      static_cast<const char*>(std::memchr(value, '\n', static_cast<size_t>(end - value)));
+  if (eol == nullptr || end - eol < 2 || eol[1] != '\n') return false;
+  LineQuotes line;
+  if (!line.find(value, eol)) return false;
+  bool text = false;
+  Key key = Key::kNone;  // the string just read, when it may be a key
+  const char* after = value;  // the end of the string just read
+  for (size_t q = 0; q < line.count; q += 2) {
+    const char* open = line.at[q];
+    const bool watch = key == Key::kText && onlyColonBetween(after, open);
+    if (q + 1 == line.count) {
+      // A string the line ends in: its value gets the line's '\n' at least.
+      text = text || watch;
+      break;
+    }
+    const char* close = line.at[q + 1];
+    if (watch && close != open + 1) text = true;
+    const auto n = static_cast<size_t>(close - open - 1);
+    key = n <= kMaxKey ? classifyKey(std::string_view(open + 1, n)) : Key::kNone;
+    if (key == Key::kUsage) return false;
+    after = close + 1;
+  }
+  if (text) markText();
+  endEvent();
+  p = eol + 2;
+  return true;
+}
+
 void UsageScanner::feedSse(const char* p, const char* end) {
   while (p < end) {
+    if (line_ == Line::kFieldName && field_len_ == 0 && !field_overflow_ && !last_was_cr_ &&
+        *p == 'd' && jsonAtRest() && scanWholeEvent(p, end)) {
+      continue;
+    }
     char c = *p;
     if (last_was_cr_) {
       last_was_cr_ = false;

@@ -9,7 +9,9 @@
 //
 // Memory is constant (a few dozen bytes of state carried between pieces); feed() never
 // allocates. Strings are skipped sixteen bytes at a time and classified where they lie; only the
-// structure between them is read byte by byte. One scanner per response; not thread-safe;
+// structure between them is read byte by byte. An event that lies whole in a piece (the usual
+// `data: {...}` line and its blank line, without a backslash or a "usage" key) is read from
+// string to string instead, with the same answer. One scanner per response; not thread-safe;
 // reset() to reuse. Never throws; garbage input yields unknown/zero counts.
 #pragma once
 
@@ -53,6 +55,8 @@ class UsageScanner {
 
   void feedJson(const char* p, const char* end);
   void feedSse(const char* p, const char* end);
+  bool scanWholeEvent(const char*& p, const char* end);
+  bool jsonAtRest() const;
   const char* feedString(const char* p, const char* end);
   void endLine();
   void commitDigit(char c);

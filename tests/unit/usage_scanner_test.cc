@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 namespace switchyard::api {
 namespace {
@@ -69,6 +70,69 @@ TEST(UsageScannerTest, EverySplitGivesTheSameAnswer) {
   EXPECT_EQ(bytewise.completionTokens(), 5);
   EXPECT_EQ(bytewise.textEvents(), 3);
   EXPECT_TRUE(bytewise.sawDone());
+}
+
+// An event that lies whole in a piece is read from string to string; one fed byte by byte is
+// read byte by byte. Both readings must agree on every shape of event, valid JSON or not.
+TEST(UsageScannerTest, WholeEventsAgreeWithByteByByteReading) {
+  const std::vector<std::string> events = {
+      R"(data: {"choices":[{"delta":{"content":"x"}}]})",
+      R"(data: {"choices":[{"delta":{"content":""}}]})",
+      R"(data: {"choices":[{"delta":{"content":null}}]})",
+      R"(data: {"delta":{"content" :  "x"}})",
+      R"(data: {"delta":{"content"	:	"x"}})",
+      R"(data: {"delta":{"content"::"x"}})",
+      R"(data: {"delta":{"content":1,"x":"y"}})",
+      R"(data: {"delta":{"content":)",
+      R"(data: {"delta":{"content":")",
+      R"(data: {"delta":{"content":"ab)",
+      R"(data: {"delta":{"content":"")",
+      R"(data:{"text":"x"})",
+      R"(data:  {"text":"x"})",
+      R"(data: {"reasoning_content":"x"} {"content":"y"})",
+      R"(data: {"arguments":"{}"})",
+      R"(data: {"a":"content","b":":","c":"x"})",
+      R"(data: {"content","x"})",
+      R"(data: {"content":"a\"b"})",
+      R"(data: {"content":""})",
+      R"(data: {"usage":{"completion_tokens":7,"prompt_tokens":3}})",
+      R"(data: {"completion_tokens":9,"usage":null})",
+      R"(data: {"prompt_tokens":4,"content":"z"})",
+      R"(data: {"a_key_longer_than_twenty_bytes_content":"x","content":"y"})",
+      R"(data: {})",
+      R"(data: {)",
+      R"(data: {"x":"y"}}]]})",
+      R"(data: [DONE])",
+      "data: {\"content\":\"x\"}\r",
+      "data: {\"content\":\"x\"}\ndata: {\"content\":\"y\"}",
+      "data: {\"content\":\ndata: \"y\"}",
+      "id: 3\ndata: {\"content\":\"x\"}",
+      ": comment\ndata: {\"content\":\"x\"}",
+  };
+  std::string body;
+  for (const std::string& event : events) {
+    for (const std::string& pair : {event + "\n\n", event + "\n\n" + event + "\n\n"}) {
+      UsageScanner whole(UsageScanner::Mode::kSse);
+      whole.feed(pair);
+      UsageScanner bytewise(UsageScanner::Mode::kSse);
+      for (char c : pair) bytewise.feed(std::string_view(&c, 1));
+      EXPECT_EQ(whole.textEvents(), bytewise.textEvents()) << pair;
+      EXPECT_EQ(whole.completionTokens(), bytewise.completionTokens()) << pair;
+      EXPECT_EQ(whole.promptTokens(), bytewise.promptTokens()) << pair;
+      EXPECT_EQ(whole.sawUsage(), bytewise.sawUsage()) << pair;
+      EXPECT_EQ(whole.sawDone(), bytewise.sawDone()) << pair;
+    }
+    body += event + "\n\n";
+  }
+  // All of them in one piece, each event starting wherever the one before left the state.
+  UsageScanner whole(UsageScanner::Mode::kSse);
+  whole.feed(body);
+  UsageScanner bytewise(UsageScanner::Mode::kSse);
+  for (char c : body) bytewise.feed(std::string_view(&c, 1));
+  EXPECT_EQ(whole.textEvents(), bytewise.textEvents());
+  EXPECT_EQ(whole.completionTokens(), bytewise.completionTokens());
+  EXPECT_EQ(whole.sawDone(), bytewise.sawDone());
+  EXPECT_GT(whole.textEvents(), 10);
 }
 
 // Strings are skipped 16 or 8 bytes at a time: a quote or backslash at any offset of a block, and
