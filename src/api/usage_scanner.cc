@@ -50,6 +50,7 @@ const char* findEither(const char* p, const char* end) {
 }  // namespace
 
 int64_t UsageScanner::completionTokens() const {
+  if (carry_len_ > 0) return settled().completionTokens();
   if (usage_completion_ >= 0) return usage_completion_;
   return mode_ == Mode::kSse ? text_events_ : -1;
 }
@@ -323,22 +324,23 @@ bool onlyColonBetween(const char* p, const char* end) {
 // are both in this piece, read from string to string. Only text matters in it; a backslash, a
 // "usage" key or anything unusual hands the event back to the byte-level reading, before
 // anything has changed. True when it consumed the event.
-bool UsageScanner::scanWholeEvent(const char*& p, const char* end) {
-  constexpr std::string_view kData = "data:";
-  if (static_cast<size_t>(end - p) < kData.size() + 3 ||
-      std::memcmp(p, kData.data(), kData.size()) != 0) {
-    return false;
+UsageScanner::Whole UsageScanner::scanWholeEvent(const char*& p, const char* end) {
+  constexpr std::string_view kData = "data: {";
+  const auto left = static_cast<size_t>(end - p);
+  if (left < kData.size()) {  // cut before its value could be told: whatever it is, wait
+    return std::memcmp(p, kData.data(), left) == 0 ? Whole::kCut : Whole::kDeclined;
   }
-  const char* value = p + kData.size();
+  if (std::memcmp(p, kData.data(), 5) != 0) return Whole::kDeclined;
+  const char* value = p + 5;
   if (*value == ' ') ++value;
-  if (*value != '{') return false;  // not an object ("[DONE]", something else): byte by byte
-  // The line's end first: an event cut by the piece's end (the usual reason to decline) costs
-  // one quick search.
+  if (*value != '{') return Whole::kDeclined;  // not an object ("[DONE]", ...): byte by byte
+  // The line's end first: an event cut by the piece's end costs one quick search.
   const auto* eol =
       static_cast<const char*>(std::memchr(value, '\n', static_cast<size_t>(end - value)));
-  if (eol == nullptr || end - eol < 2 || eol[1] != '\n') return false;
+  if (eol == nullptr || eol + 1 == end) return Whole::kCut;
+  if (eol[1] != '\n') return Whole::kDeclined;
   LineQuotes line;
-  if (!line.find(value, eol)) return false;
+  if (!line.find(value, eol)) return Whole::kDeclined;
   bool text = false;
   Key key = Key::kNone;  // the string just read, when it may be a key
   const char* after = value;  // the end of the string just read
@@ -354,20 +356,70 @@ bool UsageScanner::scanWholeEvent(const char*& p, const char* end) {
     if (watch && close != open + 1) text = true;
     const auto n = static_cast<size_t>(close - open - 1);
     key = n <= kMaxKey ? classifyKey(std::string_view(open + 1, n)) : Key::kNone;
-    if (key == Key::kUsage) return false;
+    if (key == Key::kUsage) return Whole::kDeclined;
     after = close + 1;
   }
   if (text) markText();
   endEvent();
   p = eol + 2;
-  return true;
+  return Whole::kRead;
 }
 
-void UsageScanner::feedSse(const char* p, const char* end) {
+// The carried event and the start of the next piece: read whole when the piece completes it
+// (up to its blank line), kept longer when the piece ends first, read byte by byte otherwise.
+// Returns where the piece's own reading resumes.
+const char* UsageScanner::finishCarried(const char* p, const char* end) {
+  const auto* eol = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(end - p)));
+  const char* through = end;  // the piece's bytes that belong with the carried ones
+  if (carry_[carry_len_ - 1] == '\n' && p < end && *p == '\n') {
+    through = p + 1;
+  } else if (eol != nullptr && eol + 1 < end) {
+    through = eol + 2;
+  }
+  const auto n = static_cast<size_t>(through - p);
+  if (carry_len_ + n > kCarry) {
+    feedCarried();
+    return p;
+  }
+  std::memcpy(carry_ + carry_len_, p, n);
+  carry_len_ = static_cast<uint16_t>(carry_len_ + n);
+  if (through == end) {
+    // Still cut, or the piece ended where the event does: reading it whole needs what follows.
+    const bool complete = carry_len_ >= 2 && carry_[carry_len_ - 2] == '\n' &&
+                          carry_[carry_len_ - 1] == '\n';
+    if (!complete) return end;
+  }
+  feedCarried();
+  return through;
+}
+
+// Reads the carried bytes as they came; they are followed by more, so nothing is carried again.
+void UsageScanner::feedCarried() {
+  char bytes[kCarry];
+  const size_t n = carry_len_;
+  std::memcpy(bytes, carry_, n);
+  carry_len_ = 0;
+  feedSse(bytes, bytes + n, false);
+}
+
+UsageScanner UsageScanner::settled() const {
+  UsageScanner copy(*this);
+  copy.feedCarried();
+  return copy;
+}
+
+void UsageScanner::feedSse(const char* p, const char* end, bool may_carry) {
+  if (carry_len_ > 0 && p < end) p = finishCarried(p, end);
   while (p < end) {
     if (line_ == Line::kFieldName && field_len_ == 0 && !field_overflow_ && !last_was_cr_ &&
-        *p == 'd' && jsonAtRest() && scanWholeEvent(p, end)) {
-      continue;
+        *p == 'd' && jsonAtRest()) {
+      const Whole whole = scanWholeEvent(p, end);
+      if (whole == Whole::kRead) continue;
+      if (whole == Whole::kCut && may_carry && static_cast<size_t>(end - p) <= kCarry) {
+        std::memcpy(carry_, p, static_cast<size_t>(end - p));
+        carry_len_ = static_cast<uint16_t>(end - p);
+        return;
+      }
     }
     char c = *p;
     if (last_was_cr_) {

@@ -7,8 +7,8 @@
 // key being read. This is sound because in valid JSON an unescaped `"completion_tokens":` can
 // only be a key.
 //
-// Memory is constant (a few dozen bytes of state carried between pieces); feed() never
-// allocates. Strings are skipped sixteen bytes at a time and classified where they lie; only the
+// Memory is constant (a few dozen bytes of state carried between pieces, and up to 512 bytes of
+// an event cut by a piece's end); feed() never allocates. Strings are skipped sixteen bytes at a time and classified where they lie; only the
 // structure between them is read byte by byte. An event that lies whole in a piece (the usual
 // `data: {...}` line and its blank line, without a backslash or a "usage" key) is read from
 // string to string instead, with the same answer. One scanner per response; not thread-safe;
@@ -40,10 +40,16 @@ class UsageScanner {
   // responses without usage, -1 (unknown). An event counts as one token: engines emit about one
   // token per chunk, so this is an estimate when they batch several.
   int64_t completionTokens() const;
-  int64_t promptTokens() const { return prompt_tokens_; }  // -1 unknown
-  bool sawUsage() const { return saw_usage_; }  // a "usage" object (not null) was seen
-  bool sawDone() const { return saw_done_; }    // the stream's `data: [DONE]` terminator
-  int64_t textEvents() const { return text_events_; }
+  int64_t promptTokens() const {  // -1 unknown
+    return carry_len_ > 0 ? settled().prompt_tokens_ : prompt_tokens_;
+  }
+  bool sawUsage() const {  // a "usage" object (not null) was seen
+    return carry_len_ > 0 ? settled().saw_usage_ : saw_usage_;
+  }
+  bool sawDone() const {  // the stream's `data: [DONE]` terminator
+    return carry_len_ > 0 ? settled().saw_done_ : saw_done_;
+  }
+  int64_t textEvents() const { return carry_len_ > 0 ? settled().text_events_ : text_events_; }
 
  private:
   // Keys the scanner reacts to; kNone for every other string.
@@ -54,8 +60,13 @@ class UsageScanner {
   static constexpr size_t kMaxKey = 20;  // longest interesting key is "reasoning_content"
 
   void feedJson(const char* p, const char* end);
-  void feedSse(const char* p, const char* end);
-  bool scanWholeEvent(const char*& p, const char* end);
+  // What scanWholeEvent() made of the event at a line's start.
+  enum class Whole : uint8_t { kRead, kCut, kDeclined };
+  void feedSse(const char* p, const char* end, bool may_carry = true);
+  Whole scanWholeEvent(const char*& p, const char* end);
+  const char* finishCarried(const char* p, const char* end);
+  void feedCarried();
+  UsageScanner settled() const;  // a copy with the carried bytes read
   bool jsonAtRest() const;
   const char* feedString(const char* p, const char* end);
   void endLine();
@@ -95,6 +106,12 @@ class UsageScanner {
   int32_t usage_depth_ = -1;  // depth inside the "usage" object, -1 outside
   Key number_key_ = Key::kNone;  // token count being read, digit by digit
   int64_t number_ = 0;
+
+  // An event cut by a piece's end, kept until the rest arrives so that it too is read whole
+  // (the byte-level reading would take both halves). Upstream reads end mid-event often.
+  static constexpr size_t kCarry = 512;
+  uint16_t carry_len_ = 0;
+  char carry_[kCarry] = {};
 };
 
 }  // namespace switchyard::api

@@ -72,6 +72,21 @@ TEST(UsageScannerTest, EverySplitGivesTheSameAnswer) {
   EXPECT_TRUE(bytewise.sawDone());
 }
 
+UsageScanner scanBytewise(std::string_view body) {
+  UsageScanner s(UsageScanner::Mode::kSse);
+  for (char c : body) s.feed(std::string_view(&c, 1));
+  return s;
+}
+
+// Every answer of `a` and `b` agrees.
+void expectSameAnswers(const UsageScanner& a, const UsageScanner& b, std::string_view context) {
+  EXPECT_EQ(a.textEvents(), b.textEvents()) << context;
+  EXPECT_EQ(a.completionTokens(), b.completionTokens()) << context;
+  EXPECT_EQ(a.promptTokens(), b.promptTokens()) << context;
+  EXPECT_EQ(a.sawUsage(), b.sawUsage()) << context;
+  EXPECT_EQ(a.sawDone(), b.sawDone()) << context;
+}
+
 // An event that lies whole in a piece is read from string to string; one fed byte by byte is
 // read byte by byte. Both readings must agree on every shape of event, valid JSON or not.
 TEST(UsageScannerTest, WholeEventsAgreeWithByteByByteReading) {
@@ -112,27 +127,44 @@ TEST(UsageScannerTest, WholeEventsAgreeWithByteByByteReading) {
   std::string body;
   for (const std::string& event : events) {
     for (const std::string& pair : {event + "\n\n", event + "\n\n" + event + "\n\n"}) {
-      UsageScanner whole(UsageScanner::Mode::kSse);
-      whole.feed(pair);
-      UsageScanner bytewise(UsageScanner::Mode::kSse);
-      for (char c : pair) bytewise.feed(std::string_view(&c, 1));
-      EXPECT_EQ(whole.textEvents(), bytewise.textEvents()) << pair;
-      EXPECT_EQ(whole.completionTokens(), bytewise.completionTokens()) << pair;
-      EXPECT_EQ(whole.promptTokens(), bytewise.promptTokens()) << pair;
-      EXPECT_EQ(whole.sawUsage(), bytewise.sawUsage()) << pair;
-      EXPECT_EQ(whole.sawDone(), bytewise.sawDone()) << pair;
+      expectSameAnswers(scanWhole(pair, UsageScanner::Mode::kSse), scanBytewise(pair), pair);
     }
     body += event + "\n\n";
   }
   // All of them in one piece, each event starting wherever the one before left the state.
-  UsageScanner whole(UsageScanner::Mode::kSse);
-  whole.feed(body);
-  UsageScanner bytewise(UsageScanner::Mode::kSse);
-  for (char c : body) bytewise.feed(std::string_view(&c, 1));
-  EXPECT_EQ(whole.textEvents(), bytewise.textEvents());
-  EXPECT_EQ(whole.completionTokens(), bytewise.completionTokens());
-  EXPECT_EQ(whole.sawDone(), bytewise.sawDone());
+  const UsageScanner whole = scanWhole(body, UsageScanner::Mode::kSse);
+  const UsageScanner bytewise = scanBytewise(body);
+  expectSameAnswers(whole, bytewise, "all events");
   EXPECT_GT(whole.textEvents(), 10);
+  // Cut anywhere, in two and in three: an event cut by a piece's end is kept for the next.
+  for (size_t cut = 0; cut <= body.size(); ++cut) {
+    UsageScanner two(UsageScanner::Mode::kSse);
+    two.feed(std::string_view(body).substr(0, cut));
+    two.feed(std::string_view(body).substr(cut));
+    ASSERT_EQ(two.textEvents(), bytewise.textEvents()) << cut;
+    ASSERT_EQ(two.completionTokens(), bytewise.completionTokens()) << cut;
+    ASSERT_EQ(two.sawDone(), bytewise.sawDone()) << cut;
+    const size_t second = cut + (body.size() - cut) / 3;
+    UsageScanner three(UsageScanner::Mode::kSse);
+    three.feed(std::string_view(body).substr(0, cut));
+    EXPECT_LE(three.textEvents(), bytewise.textEvents());  // answers mid-stream read what is kept
+    three.feed(std::string_view(body).substr(cut, second - cut));
+    three.feed(std::string_view(body).substr(second));
+    ASSERT_EQ(three.textEvents(), bytewise.textEvents()) << cut << " " << second;
+    ASSERT_EQ(three.promptTokens(), bytewise.promptTokens()) << cut << " " << second;
+  }
+}
+
+// A stream that ends inside an event it kept: the answers read what was kept.
+TEST(UsageScannerTest, AnEventKeptAtTheStreamsEndIsCounted) {
+  const std::string cut = R"(data: {"choices":[{"delta":{"content":"x"}}]})";
+  for (size_t n = 1; n <= cut.size() + 1; ++n) {
+    const std::string body = (cut + "\n").substr(0, n);
+    expectSameAnswers(scanWhole(body, UsageScanner::Mode::kSse), scanBytewise(body), body);
+  }
+  UsageScanner s(UsageScanner::Mode::kSse);
+  s.feed(cut);
+  EXPECT_EQ(s.completionTokens(), 1);
 }
 
 // Strings are skipped 16 or 8 bytes at a time: a quote or backslash at any offset of a block, and
