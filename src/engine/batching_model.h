@@ -230,6 +230,7 @@ class alignas(64) BatchingModel final : public EngineModel {
   void leaveAll();
   bool planWithGroup(TimeNs at, StepPlan& plan);
   void finishMember(Seq& seq, std::vector<TokenEvent>& events);
+  void prefetchFinishing() const;
   // Whether a finish-heap entry is a member of this group with its last token at `at`: two
   // entries that say so agree, and any other entry is stale.
   bool isLive(const Seq& seq, int64_t at) const {
