@@ -8,11 +8,13 @@
 // only be a key.
 //
 // Memory is constant (a few dozen bytes of state carried between pieces, and up to 512 bytes of
-// an event cut by a piece's end); feed() never allocates. Strings are skipped sixteen bytes at a time and classified where they lie; only the
-// structure between them is read byte by byte. An event that lies whole in a piece (the usual
-// `data: {...}` line and its blank line, without a backslash or a "usage" key) is read from
-// string to string instead, with the same answer. One scanner per response; not thread-safe;
-// reset() to reuse. Never throws; garbage input yields unknown/zero counts.
+// an event cut by a piece's end); feed() never allocates. Strings are skipped sixteen bytes at a
+// time and classified where they lie; only the structure between them is read byte by byte. An
+// event that lies whole in a piece (the usual `data: {...}` line and its blank line, without a
+// backslash or a "usage" key) is read from string to string instead, with the same answer; one
+// cut by a piece's end is kept until the next piece completes it (the answers, asked meanwhile,
+// read what is kept). One scanner per response; not thread-safe; reset() to reuse. Never
+// throws; garbage input yields unknown/zero counts.
 #pragma once
 
 #include <cstddef>
