@@ -322,16 +322,18 @@ bool onlyColonBetween(const char* p, const char* end) {
 
 // At the start of a line with the JSON state at rest: an event whose one data line and blank line
 // are both in this piece, read from string to string. Only text matters in it; a backslash, a
-// "usage" key or anything unusual hands the event back to the byte-level reading, before
-// anything has changed. True when it consumed the event.
+// "usage" key or anything unusual hands the event back to the byte-level reading (kDeclined),
+// before anything has changed; an event the piece's end cuts is kCut, one read is kRead (`p`
+// then points past its blank line).
 UsageScanner::Whole UsageScanner::scanWholeEvent(const char*& p, const char* end) {
-  constexpr std::string_view kData = "data: {";
+  constexpr std::string_view kField = "data:";
+  constexpr std::string_view kUsual = "data: {";  // how an event's line usually starts
   const auto left = static_cast<size_t>(end - p);
-  if (left < kData.size()) {  // cut before its value could be told: whatever it is, wait
-    return std::memcmp(p, kData.data(), left) == 0 ? Whole::kCut : Whole::kDeclined;
+  if (left < kUsual.size()) {  // cut before its value could be told: whatever it is, wait
+    return std::memcmp(p, kUsual.data(), left) == 0 ? Whole::kCut : Whole::kDeclined;
   }
-  if (std::memcmp(p, kData.data(), 5) != 0) return Whole::kDeclined;
-  const char* value = p + 5;
+  if (std::memcmp(p, kField.data(), kField.size()) != 0) return Whole::kDeclined;
+  const char* value = p + kField.size();
   if (*value == ' ') ++value;
   if (*value != '{') return Whole::kDeclined;  // not an object ("[DONE]", ...): byte by byte
   // The line's end first: an event cut by the piece's end costs one quick search.
