@@ -1,5 +1,6 @@
 #include "api/usage_scanner.h"
 
+#include <array>
 #include <bit>
 #include <cstring>
 #include <limits>
@@ -47,6 +48,24 @@ const char* findEither(const char* p, const char* end) {
   return p;
 }
 
+// The keys classifyKey() knows, as a bit per first letter for each length: a string whose
+// length and first letter match none is turned away without a comparison (most keys are).
+constexpr size_t kLongestKey = 20;
+constexpr std::array<uint32_t, kLongestKey + 1> kKeyFirstLetters = [] {
+  std::array<uint32_t, kLongestKey + 1> letters{};
+  for (const std::string_view key : {"text", "usage", "content", "reasoning", "arguments",
+                                     "prompt_tokens", "completion_tokens", "reasoning_content"}) {
+    letters[key.size()] |= 1u << (key[0] - 'a');
+  }
+  return letters;
+}();
+
+bool mayBeKnownKey(const char* name, size_t size) {
+  if (size - 1 >= kLongestKey) return false;  // empty, or longer than any
+  const auto letter = static_cast<unsigned>(static_cast<unsigned char>(name[0]) - 'a');
+  return letter < 26 && ((kKeyFirstLetters[size] >> letter) & 1) != 0;
+}
+
 }  // namespace
 
 int64_t UsageScanner::completionTokens() const {
@@ -66,6 +85,7 @@ void UsageScanner::feed(std::string_view piece) {
 }
 
 UsageScanner::Key UsageScanner::classifyKey(std::string_view key) {
+  static_assert(kMaxKey == kLongestKey);
   switch (key.size()) {
     case 4:
       return key == "text" ? Key::kText : Key::kNone;
@@ -267,42 +287,44 @@ bool UsageScanner::jsonAtRest() const {
 
 namespace {
 
-// The quotes of one line [p, eol), found in a single pass. False when the line holds a backslash
-// (a string's end is then not simply the next quote) or a '\r' (another line end), or more quotes
-// than `kMost`.
-struct LineQuotes {
-  static constexpr size_t kMost = 96;
-  size_t count = 0;
-  const char* at[kMost];
-
-  bool add(const char* quote) {
-    if (count == kMost) return false;
-    at[count++] = quote;
-    return true;
-  }
-  bool find(const char* p, const char* eol) {
+// Calls `on_quote` with each quote of the line [p, eol), in order, sixteen bytes at a time; `start`
+// (at or before p) is where the readable bytes begin, for the last sixteen. False as soon as
+// `on_quote` is, or when the line holds a backslash (a string's end is then not simply the next
+// quote) or a '\r' (another line end).
+template <typename OnQuote>
+bool forEachQuote(const char* p, const char* eol, const char* start, OnQuote&& on_quote) {
 #if defined(__SSE2__)
-    const __m128i quote = _mm_set1_epi8('"');
-    const __m128i backslash = _mm_set1_epi8('\\');
-    const __m128i cr = _mm_set1_epi8('\r');
-    for (; eol - p >= 16; p += 16) {
-      const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-      if (_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(bytes, backslash),
-                                         _mm_cmpeq_epi8(bytes, cr))) != 0) {
-        return false;
-      }
-      for (auto quotes = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(bytes, quote)));
-           quotes != 0; quotes &= quotes - 1) {
-        if (!add(p + std::countr_zero(quotes))) return false;
-      }
-    }
-#endif
-    for (; p < eol; ++p) {
-      if (*p == '\\' || *p == '\r' || (*p == '"' && !add(p))) return false;
+  const auto masks = [](const char* at, unsigned& quotes) {
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(at));
+    quotes = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(bytes, _mm_set1_epi8('"'))));
+    return static_cast<unsigned>(
+        _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(bytes, _mm_set1_epi8('\\')),
+                                       _mm_cmpeq_epi8(bytes, _mm_set1_epi8('\r')))));
+  };
+  const auto walk = [&](const char* at, unsigned quotes) {
+    for (; quotes != 0; quotes &= quotes - 1) {
+      if (!on_quote(at + std::countr_zero(quotes))) return false;
     }
     return true;
+  };
+  unsigned quotes = 0;
+  for (; eol - p >= 16; p += 16) {
+    if (masks(p, quotes) != 0 || !walk(p, quotes)) return false;
   }
-};
+  if (p < eol && eol - start >= 16) {
+    // The last bytes as the end of a full sixteen, the ones already read masked off.
+    const char* at = eol - 16;
+    const unsigned fresh = ~0u << static_cast<unsigned>(p - at);
+    return (masks(at, quotes) & fresh) == 0 && walk(at, quotes & fresh);
+  }
+#else
+  (void)start;
+#endif
+  for (; p < eol; ++p) {
+    if (*p == '\\' || *p == '\r' || (*p == '"' && !on_quote(p))) return false;
+  }
+  return true;
+}
 
 // Whether the bytes between a string's end and the next string's start make that string a key
 // whose value comes next: blanks around exactly one ':' (feedJson() reads them the same way).
@@ -341,26 +363,30 @@ UsageScanner::Whole UsageScanner::scanWholeEvent(const char*& p, const char* end
       static_cast<const char*>(std::memchr(value, '\n', static_cast<size_t>(end - value)));
   if (eol == nullptr || eol + 1 == end) return Whole::kCut;
   if (eol[1] != '\n') return Whole::kDeclined;
-  LineQuotes line;
-  if (!line.find(value, eol)) return Whole::kDeclined;
+  // Strings from quote to quote: with no backslash in the line, every quote is a string's end.
   bool text = false;
-  Key key = Key::kNone;  // the string just read, when it may be a key
+  Key key = Key::kNone;       // the string just read, when it is followed as a key is
   const char* after = value;  // the end of the string just read
-  for (size_t q = 0; q < line.count; q += 2) {
-    const char* open = line.at[q];
-    const bool watch = key == Key::kText && onlyColonBetween(after, open);
-    if (q + 1 == line.count) {
-      // A string the line ends in: its value gets the line's '\n' at least.
-      text = text || watch;
-      break;
+  const char* open = nullptr;  // the opening quote of the string being read
+  const auto on_quote = [&](const char* quote) {
+    if (open == nullptr) {
+      open = quote;
+      return true;
     }
-    const char* close = line.at[q + 1];
-    if (watch && close != open + 1) text = true;
-    const auto n = static_cast<size_t>(close - open - 1);
-    key = n <= kMaxKey ? classifyKey(std::string_view(open + 1, n)) : Key::kNone;
-    if (key == Key::kUsage) return Whole::kDeclined;
-    after = close + 1;
-  }
+    if (key == Key::kText && quote != open + 1 && onlyColonBetween(after, open)) text = true;
+    // Only a string followed by ':' or a blank can be a key; a value is not looked at.
+    const char next = quote[1];  // at most the line's '\n'
+    const auto n = static_cast<size_t>(quote - open - 1);
+    key = (next == ':' || next == ' ' || next == '\t') && mayBeKnownKey(open + 1, n)
+              ? classifyKey(std::string_view(open + 1, n))
+              : Key::kNone;
+    after = quote + 1;
+    open = nullptr;
+    return key != Key::kUsage;
+  };
+  if (!forEachQuote(value, eol, p, on_quote)) return Whole::kDeclined;
+  // A string the line ends in: its value gets the line's '\n' at least.
+  if (open != nullptr && key == Key::kText && onlyColonBetween(after, open)) text = true;
   if (text) markText();
   endEvent();
   p = eol + 2;
