@@ -3,15 +3,19 @@
 // will get them ("Name: value\r\n", in order; hop-by-hop fields dropped), instead of into a field
 // container that the relay would then walk and copy: the container cost a node, a tree insert
 // with case-insensitive compares per field, and a walk to free them all. The body goes into the
-// buffer the caller names, as Beast's buffer_body does (need_buffer when it is full).
+// buffer the caller names, as Beast's buffer_body does (need_buffer when it is full), or is left
+// where it lies in the bytes parsed, its pieces noted (setBodyViews()).
 #pragma once
 
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/basic_parser.hpp>
 #include <boost/beast/http/error.hpp>
 #include <algorithm>
+#include <array>
+#include <boost/asio/buffer.hpp>
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <string>
 
 namespace switchyard::gateway {
@@ -35,8 +39,22 @@ class AnswerParser final : public boost::beast::http::basic_parser<false> {
   void setBody(char* data, size_t size) {
     body_data_ = data;
     body_size_ = size;
+    viewing_ = false;
   }
   size_t bodyRoom() const { return body_size_; }
+  // The next body bytes are not copied: each piece is noted where it lies in the bytes given to
+  // put(), up to kMaxViews pieces (need_buffer then). They stay valid while those bytes stay where
+  // they are: for a flat_buffer, until its next prepare() or reserve() (consume() moves nothing).
+  // A relayed stream's events then go from the buffer the replica's bytes were read into to the
+  // client's socket, where a copy would touch a piece buffer cold since the last event.
+  static constexpr size_t kMaxViews = 16;
+  void setBodyViews() {
+    viewing_ = true;
+    view_count_ = 0;
+    view_bytes_ = 0;
+  }
+  std::span<const boost::asio::const_buffer> views() const { return {views_.data(), view_count_}; }
+  size_t viewBytes() const { return view_bytes_; }
 
  private:
   void on_request_impl(boost::beast::http::verb, string_view, string_view, int,
@@ -71,6 +89,7 @@ class AnswerParser final : public boost::beast::http::basic_parser<false> {
 
   // Beast's buffer_body: what fits is copied; the rest waits for the next buffer.
   size_t copyBody(string_view body, error_code& ec) {
+    if (viewing_) return noteBody(body, ec);
     if (body_data_ == nullptr) {
       ec = boost::beast::http::error::need_buffer;
       return 0;
@@ -87,7 +106,26 @@ class AnswerParser final : public boost::beast::http::basic_parser<false> {
     return n;
   }
 
+  size_t noteBody(string_view body, error_code& ec) {
+    if (body.empty()) {
+      ec = {};
+      return 0;
+    }
+    if (view_count_ == kMaxViews) {
+      ec = boost::beast::http::error::need_buffer;
+      return 0;
+    }
+    views_[view_count_++] = boost::asio::const_buffer(body.data(), body.size());
+    view_bytes_ += body.size();
+    ec = {};
+    return body.size();
+  }
+
   std::string& fields_;
+  bool viewing_ = false;
+  size_t view_count_ = 0;
+  size_t view_bytes_ = 0;
+  std::array<boost::asio::const_buffer, kMaxViews> views_;
   char* body_data_ = nullptr;
   size_t body_size_ = 0;
   unsigned status_ = 0;

@@ -25,6 +25,7 @@ BodyRelay::BodyRelay(WorkerView worker, ClientConnection& conn, AnswerParser& pa
       model_(model),
       target_(target),
       piece_room_(target.event_stream ? kEventPieceSize : kPieceSize),
+      in_place_(target.event_stream && !target.capture_job_id),
       scanner_(target.event_stream ? api::UsageScanner::Mode::kSse
                                    : api::UsageScanner::Mode::kJson) {}
 
@@ -36,11 +37,17 @@ BodyRelay::Step BodyRelay::run() {
 
 BodyRelay::Step BodyRelay::parseOrRead() {
   if (parser_.is_done()) return afterParse({}, 0);
-  parser_.setBody(conn_.piece.get(), piece_room_);
+  if (in_place_) {
+    parser_.setBodyViews();
+  } else {
+    parser_.setBody(conn_.piece.get(), piece_room_);
+  }
   // What came with the head or the last read goes first, without a pass of the event loop.
-  const boost::system::error_code ec =
-      switchyard::http::parseBuffered(parser_, conn_.upstream_buffer);
-  if (!ec && parser_.bodyRoom() == piece_room_ && !parser_.is_done()) {
+  boost::system::error_code ec;
+  if (more_buffered_) ec = switchyard::http::parseBuffered(parser_, conn_.upstream_buffer);
+  more_buffered_ = roomFilled();
+  if (!ec && parsedBytes() == 0 && !parser_.is_done()) {
+    // Nothing parsed: no view is pending when readRoom() moves the buffer's bytes.
     upstream_.expires_after(asDuration(model_.timeouts.idle));
     upstream_.async_read_some(
         switchyard::http::readRoom(conn_.upstream_buffer),
@@ -49,12 +56,13 @@ BodyRelay::Step BodyRelay::parseOrRead() {
         });
     return Step::kWaiting;
   }
-  return afterParse(ec, piece_room_ - parser_.bodyRoom());
+  return afterParse(ec, parsedBytes());
 }
 
 void BodyRelay::onRead(boost::system::error_code ec, size_t transferred) {
   ec = switchyard::http::parseRead(parser_, conn_.upstream_buffer, ec, transferred);
-  if (afterParse(ec, piece_room_ - parser_.bodyRoom()) == Step::kNext) run();
+  more_buffered_ = roomFilled();
+  if (afterParse(ec, parsedBytes()) == Step::kNext) run();
 }
 
 BodyRelay::Step BodyRelay::afterParse(boost::system::error_code ec, size_t got) {
@@ -82,6 +90,12 @@ BodyRelay::Step BodyRelay::afterParse(boost::system::error_code ec, size_t got) 
       relayed_.first_byte_at = SteadyClock::instance().now();
       target_.prefill->release();
     }
+    if (in_place_) {
+      for (const asio::const_buffer& view : parser_.views()) {
+        scanner_.feed(std::string_view(static_cast<const char*>(view.data()), view.size()));
+      }
+      return write(got, done);
+    }
     const std::string_view piece(conn_.piece.get(), got);
     scanner_.feed(piece);
     if (target_.capture_job_id && conn_.job_id.empty() && conn_.job_id_scanned < kJobIdScanBytes) {
@@ -103,7 +117,11 @@ BodyRelay::Step BodyRelay::write(size_t got, bool done) {
       *line_end++ = '\n';
       out_[count++] = asio::buffer(chunk_prefix_, static_cast<size_t>(line_end - chunk_prefix_));
     }
-    out_[count++] = asio::buffer(conn_.piece.get(), got);
+    if (in_place_) {
+      for (const asio::const_buffer& view : parser_.views()) out_[count++] = view;
+    } else {
+      out_[count++] = asio::buffer(conn_.piece.get(), got);
+    }
     if (target_.chunk_to_client) out_[count++] = asio::buffer(std::string_view("\r\n"));
   }
   if (done && target_.chunk_to_client) out_[count++] = asio::buffer(std::string_view("0\r\n\r\n"));

@@ -57,6 +57,15 @@ class BodyRelay {
  private:
   Step run();  // steps until one waits or the relay ends
   Step parseOrRead();
+  // Whether the last parse stopped because the body's room (or views) was full: more may be
+  // buffered. Otherwise it stopped for want of bytes, and Beast's parser is not to be called
+  // again before more arrive (its final chunk asserts as much).
+  bool roomFilled() const {
+    return in_place_ ? parser_.views().size() == AnswerParser::kMaxViews : parser_.bodyRoom() == 0;
+  }
+  size_t parsedBytes() const {  // body bytes the parse has given since setBody/setBodyViews
+    return in_place_ ? parser_.viewBytes() : piece_room_ - parser_.bodyRoom();
+  }
   Step afterParse(boost::system::error_code ec, size_t got);
   Step write(size_t got, bool done);  // the piece (and the head, the end) to the client
   Step afterWrite(boost::system::error_code ec);
@@ -90,11 +99,16 @@ class BodyRelay {
   // write keeps each of thousands of streams' pieces to one resident page, where a sized body
   // fills the whole piece per write.
   const size_t piece_room_;
+  // An event stream's pieces are written from where the replica's bytes were read (the parser's
+  // views); other bodies are copied into the piece (a job's id is looked for in it).
+  const bool in_place_;
   api::UsageScanner scanner_;
   RelayedBody relayed_;
+  bool more_buffered_ = true;  // roomFilled() after the last parse (the head's may leave a body)
   bool head_sent_ = false;
   bool last_piece_ = false;  // the write in flight carries the body's end
-  std::array<asio::const_buffer, 5> out_;  // the write in flight
+  // The write in flight: the head, a chunk's size line, the body's pieces, its end.
+  std::array<asio::const_buffer, AnswerParser::kMaxViews + 4> out_;
   char chunk_prefix_[24];
   std::optional<asio::any_completion_handler<void(RelayedBody)>> done_;  // set by await()
 };

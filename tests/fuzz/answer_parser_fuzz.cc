@@ -3,7 +3,9 @@
 // body buffer. Both must agree on every call's outcome, on the status, the framing, keep-alive,
 // the body bytes, and on the fields: AnswerParser's string must hold Beast's container's fields
 // without the hop-by-hop ones, in the same order among fields of one name. The first two bytes
-// pick the arrival and body sizes.
+// pick the arrival and body sizes. A third parser notes the body's pieces where they lie
+// (setBodyViews()) instead of copying them: read before the bytes they point at are dropped, they
+// must make the same body.
 #include <algorithm>
 #include <boost/beast/http.hpp>
 #include <cctype>
@@ -42,6 +44,52 @@ std::vector<std::string> byName(const std::string& fields) {
   return lines;
 }
 
+// The input's bytes, `size` at a time.
+struct Arrivals {
+  std::string_view bytes;
+  size_t size;
+  size_t at = 0;
+};
+
+// Appends the next arrival to `pending`; false when every byte has arrived.
+bool arrive(Arrivals& input, std::string& pending) {
+  if (input.at >= input.bytes.size()) return false;
+  const size_t len = std::min(input.size, input.bytes.size() - input.at);
+  pending.append(input.bytes.substr(input.at, len));
+  input.at += len;
+  return true;
+}
+
+// The body as AnswerParser's views give it, from the same bytes arriving in the same sizes: each
+// round's views are read before the bytes they point into are dropped. Empty on a parse error.
+std::string bodyThroughViews(std::string_view bytes, size_t arrival) {
+  std::string fields;
+  switchyard::gateway::AnswerParser parser(fields);
+  parser.body_limit(uint64_t{1} << 20);
+  Arrivals input{bytes, arrival};
+  std::string pending, body;
+  bool starved = false;  // need_more: Beast wants more bytes before it is called again
+  for (int rounds = 0; rounds < 100000 && !parser.is_done(); ++rounds) {
+    if ((pending.empty() || starved || rounds % 3 == 0) && !arrive(input, pending)) break;
+    parser.setBodyViews();
+    boost::beast::error_code ec;
+    const size_t used = parser.put(boost::asio::buffer(pending), ec);
+    size_t noted = 0;
+    for (const auto& view : parser.views()) {
+      body.append(static_cast<const char*>(view.data()), view.size());
+      noted += view.size();
+    }
+    check(noted == parser.viewBytes() && parser.views().size() <= parser.kMaxViews);
+    pending.erase(0, used);
+    starved = ec == boost::beast::http::error::need_more;
+    if (ec && !starved &&
+        ec != boost::beast::http::error::need_buffer) {
+      return {};
+    }
+  }
+  return body;
+}
+
 struct Side {
   std::string fields;
   std::string body;
@@ -63,15 +111,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   reference.body_limit(uint64_t{1} << 20);
   char our_piece[32];
   char their_piece[32];
+  Arrivals input{bytes, arrival};
   std::string pending;  // arrived, not yet consumed (both consume the same: checked)
-  size_t at = 0;
+  bool starved = false;  // need_more: Beast wants more bytes before it is called again
   for (int rounds = 0; rounds < 100000 && !answer.is_done(); ++rounds) {
-    if (pending.empty() || rounds % 3 == 0) {
-      if (at >= bytes.size()) break;
-      const size_t len = std::min(arrival, bytes.size() - at);
-      pending.append(bytes.substr(at, len));
-      at += len;
-    }
+    if ((pending.empty() || starved || rounds % 3 == 0) && !arrive(input, pending)) break;
     answer.setBody(our_piece, room);
     reference.get().body().data = their_piece;
     reference.get().body().size = room;
@@ -85,12 +129,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     check(std::string_view(our_piece, got) == std::string_view(their_piece, got));
     ours.body.append(our_piece, got);
     pending.erase(0, ours_used);
-    if (our_ec && our_ec != http::error::need_more && our_ec != http::error::need_buffer) {
+    starved = our_ec == http::error::need_more;
+    if (our_ec && !starved && our_ec != http::error::need_buffer) {
       ours.failed = true;
       break;
     }
   }
-  if (!ours.failed && !answer.is_done() && at >= bytes.size() && pending.empty() &&
+  if (!ours.failed && !answer.is_done() && input.at >= bytes.size() && pending.empty() &&
       answer.got_some()) {
     // The connection ends here: an answer that runs until the close is complete, others not.
     boost::beast::error_code our_ec, their_ec;
@@ -101,6 +146,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   check(answer.is_header_done() == reference.is_header_done());
   check(answer.is_done() == reference.is_done());
   if (!answer.is_header_done() || ours.failed) return 0;
+  if (answer.is_done()) check(bodyThroughViews(bytes, arrival) == ours.body);
   check(answer.status() == reference.get().result_int());
   check(answer.keep_alive() == reference.keep_alive());
   check(answer.content_length() == reference.content_length());

@@ -5,8 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <boost/asio/buffer.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "http/parse_buffered.h"
 
 namespace switchyard::gateway {
 namespace {
@@ -72,6 +76,51 @@ TEST(AnswerParserTest, AChunkedStreamComesThroughASmallBufferWhole) {
   EXPECT_TRUE(parser.chunked());
   EXPECT_FALSE(parser.content_length().has_value());
   EXPECT_EQ(fields, "content-type: Text/Event-Stream; charset=utf-8\r\n");
+}
+
+TEST(AnswerParserTest, ViewsPointAtTheBodyWhereItLiesSixteenPiecesAtATime) {
+  std::string fields;
+  AnswerParser parser(fields);
+  std::string bytes =
+      "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n";
+  std::string expected;
+  for (int i = 0; i < 20; ++i) {
+    const std::string event = "data: {\"n\":" + std::to_string(10 + i) + "}\n\n";
+    bytes += "10\r\n" + event + "\r\n";
+    expected += event;
+  }
+  bytes += "0\r\n\r\n";
+  // As the relay reads: the bytes in a flat_buffer, parsed by parseBuffered() (a put() per
+  // chunk) until the views are all taken.
+  boost::beast::flat_buffer buffer;
+  buffer.commit(boost::asio::buffer_copy(buffer.prepare(bytes.size()), boost::asio::buffer(bytes)));
+  const char* const start = static_cast<const char*>(buffer.data().data());
+  std::string body;
+  std::vector<size_t> pieces_per_parse;
+  for (int pass = 0; pass < 10 && !parser.is_done(); ++pass) {
+    parser.setBodyViews();
+    const boost::system::error_code ec = switchyard::http::parseBuffered(parser, buffer);
+    ASSERT_FALSE(ec) << ec.message();
+    size_t bytes_noted = 0;
+    for (const auto& view : parser.views()) {
+      // In place: each view points into the buffer's bytes, which consume() did not move.
+      const auto* at = static_cast<const char*>(view.data());
+      EXPECT_GE(at, start);
+      EXPECT_LE(at + view.size(), start + bytes.size());
+      body.append(at, view.size());
+      bytes_noted += view.size();
+    }
+    EXPECT_EQ(bytes_noted, parser.viewBytes());
+    pieces_per_parse.push_back(parser.views().size());
+  }
+  EXPECT_TRUE(parser.is_done());
+  EXPECT_EQ(body, expected);
+  // A pass stops when sixteen pieces are noted; the next goes on where it stopped.
+  EXPECT_EQ(pieces_per_parse, (std::vector<size_t>{AnswerParser::kMaxViews, 4}));
+  // Copying again (setBody) leaves views behind.
+  parser.setBody(nullptr, 0);
+  EXPECT_EQ(parser.bodyRoom(), 0u);
 }
 
 TEST(AnswerParserTest, OnlyTheFirstContentTypeSaysWhetherItIsAStream) {
