@@ -58,8 +58,8 @@ class BodyRelay {
   Step run();  // steps until one waits or the relay ends
   Step parseOrRead();
   // Whether the last parse stopped because the body's room (or views) was full: more may be
-  // buffered. Otherwise it stopped for want of bytes, and Beast's parser is not to be called
-  // again before more arrive (its final chunk asserts as much).
+  // buffered. Otherwise it stopped for want of bytes, and parsing the same bytes again would
+  // only ask for more: the next step reads.
   bool roomFilled() const {
     return in_place_ ? parser_.views().size() == AnswerParser::kMaxViews : parser_.bodyRoom() == 0;
   }
