@@ -31,6 +31,11 @@ class FourAryHeap {
     entries_.pop_back();
     if (!empty()) siftDown(kRoot);
   }
+  // pop() then push(entry) in one pass down from the root. Precondition: not empty.
+  void replaceTop(const T& entry) {
+    entries_[kRoot] = entry;
+    siftDown(kRoot);
+  }
   void clear() { entries_.resize(std::min(entries_.size(), kRoot)); }
 
  private:
