@@ -27,8 +27,12 @@ boost::system::error_code parseBuffered(Parser& parser, boost::beast::flat_buffe
     boost::system::error_code ec;
     const size_t used = parser.put(buffer.data(), ec);
     buffer.consume(used);
-    if (ec == bh::error::need_more || ec == bh::error::need_buffer) return {};
-    if (ec) return ec;
+    if (ec) {
+      // Compared only when set: a relayed stream parses a few elements per read, and each
+      // comparison with an enumerator builds an error_code of its own.
+      if (ec == bh::error::need_more || ec == bh::error::need_buffer) return {};
+      return ec;
+    }
     if (used == 0) return {};
   }
   return {};
