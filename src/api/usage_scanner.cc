@@ -1,6 +1,5 @@
 #include "api/usage_scanner.h"
 
-#include <array>
 #include <bit>
 #include <cstring>
 #include <limits>
@@ -48,24 +47,6 @@ const char* findEither(const char* p, const char* end) {
   return p;
 }
 
-// The keys classifyKey() knows, as a bit per first letter for each length: a string whose
-// length and first letter match none is turned away without a comparison (most keys are).
-constexpr size_t kLongestKey = 20;
-constexpr std::array<uint32_t, kLongestKey + 1> kKeyFirstLetters = [] {
-  std::array<uint32_t, kLongestKey + 1> letters{};
-  for (const std::string_view key : {"text", "usage", "content", "reasoning", "arguments",
-                                     "prompt_tokens", "completion_tokens", "reasoning_content"}) {
-    letters[key.size()] |= 1u << (key[0] - 'a');
-  }
-  return letters;
-}();
-
-bool mayBeKnownKey(const char* name, size_t size) {
-  if (size - 1 >= kLongestKey) return false;  // empty, or longer than any
-  const auto letter = static_cast<unsigned>(static_cast<unsigned char>(name[0]) - 'a');
-  return letter < 26 && ((kKeyFirstLetters[size] >> letter) & 1) != 0;
-}
-
 }  // namespace
 
 int64_t UsageScanner::completionTokens() const {
@@ -85,7 +66,6 @@ void UsageScanner::feed(std::string_view piece) {
 }
 
 UsageScanner::Key UsageScanner::classifyKey(std::string_view key) {
-  static_assert(kMaxKey == kLongestKey);
   switch (key.size()) {
     case 4:
       return key == "text" ? Key::kText : Key::kNone;
@@ -287,60 +267,116 @@ bool UsageScanner::jsonAtRest() const {
 
 namespace {
 
-// Calls `on_quote` with each quote of the line [p, eol), in order, sixteen bytes at a time; `start`
-// (at or before p) is where the readable bytes begin, for the last sixteen. False as soon as
-// `on_quote` is, or when the line holds a backslash (a string's end is then not simply the next
-// quote) or a '\r' (another line end).
-template <typename OnQuote>
-bool forEachQuote(const char* p, const char* eol, const char* start, OnQuote&& on_quote) {
+// Bit i of each mask stands for byte i of a 64-byte block.
+struct BlockMasks {
+  uint64_t quotes = 0;
+  uint64_t colons = 0;
+  // Nonzero when the block holds a backslash (a string's end is then not simply the next quote)
+  // or a '\r'; not by position.
+  uint64_t stops = 0;
+};
+
+BlockMasks classifyBlock(const char* at) {
+  BlockMasks m;
 #if defined(__SSE2__)
-  const auto masks = [](const char* at, unsigned& quotes) {
-    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(at));
-    quotes = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(bytes, _mm_set1_epi8('"'))));
-    return static_cast<unsigned>(
-        _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(bytes, _mm_set1_epi8('\\')),
-                                       _mm_cmpeq_epi8(bytes, _mm_set1_epi8('\r')))));
-  };
-  const auto walk = [&](const char* at, unsigned quotes) {
-    for (; quotes != 0; quotes &= quotes - 1) {
-      if (!on_quote(at + std::countr_zero(quotes))) return false;
-    }
-    return true;
-  };
-  unsigned quotes = 0;
-  for (; eol - p >= 16; p += 16) {
-    if (masks(p, quotes) != 0 || !walk(p, quotes)) return false;
+  // The stops only matter as "any or none": one mask for the whole block.
+  __m128i stops = _mm_setzero_si128();
+  for (int lane = 0; lane < 4; ++lane) {
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(at + 16 * lane));
+    const auto bits = [&](__m128i eq) {
+      return static_cast<uint64_t>(static_cast<uint32_t>(_mm_movemask_epi8(eq))) << (16 * lane);
+    };
+    m.quotes |= bits(_mm_cmpeq_epi8(bytes, _mm_set1_epi8('"')));
+    m.colons |= bits(_mm_cmpeq_epi8(bytes, _mm_set1_epi8(':')));
+    stops = _mm_or_si128(stops, _mm_or_si128(_mm_cmpeq_epi8(bytes, _mm_set1_epi8('\\')),
+                                             _mm_cmpeq_epi8(bytes, _mm_set1_epi8('\r'))));
   }
-  if (p < eol && eol - start >= 16) {
-    // The last bytes as the end of a full sixteen, the ones already read masked off.
-    const char* at = eol - 16;
-    const unsigned fresh = ~0u << static_cast<unsigned>(p - at);
-    return (masks(at, quotes) & fresh) == 0 && walk(at, quotes & fresh);
-  }
+  m.stops = static_cast<uint64_t>(_mm_movemask_epi8(stops));
 #else
-  (void)start;
-#endif
-  for (; p < eol; ++p) {
-    if (*p == '\\' || *p == '\r' || (*p == '"' && !on_quote(p))) return false;
+  for (unsigned i = 0; i < 64; ++i) {
+    const uint64_t bit = uint64_t{1} << i;
+    m.quotes |= at[i] == '"' ? bit : 0;
+    m.colons |= at[i] == ':' ? bit : 0;
+    m.stops |= at[i] == '\\' || at[i] == '\r' ? bit : 0;
   }
+#endif
+  return m;
+}
+
+// The bytes [at, end), fewer than 64, as the low bits of a block. `start` (at or before `at`)
+// is where the readable bytes begin: the block is read so that it ends at `end` when it can.
+BlockMasks classifyTail(const char* at, const char* end, const char* start) {
+  const auto n = static_cast<unsigned>(end - at);
+  if (end - start >= 64) {
+    BlockMasks m = classifyBlock(end - 64);
+    const unsigned drop = 64 - n;  // the bytes before `at`, already read
+    // Those bytes hold no stop either (the line's earlier blocks, or "data: " before them).
+    return {m.quotes >> drop, m.colons >> drop, m.stops};
+  }
+  char block[64] = {};
+  std::memcpy(block, at, n);
+  return classifyBlock(block);
+}
+
+// Bit i set when an odd number of bits at or below i are: with quotes, "inside a string".
+uint64_t prefixXor(uint64_t x) {
+  x ^= x << 1;
+  x ^= x << 2;
+  x ^= x << 4;
+  x ^= x << 8;
+  x ^= x << 16;
+  x ^= x << 32;
+  return x;
+}
+
+// Whether the string that ends at `close` (a closing quote) is `quoted_key`: the key's name
+// with its opening quote. With no backslash in the line the string holds no quote, so a quote
+// that far back is its opening one. `value` is where the line's JSON begins.
+bool stringIs(const char* value, const char* close, std::string_view quoted_key,
+              const char*& open) {
+  if (static_cast<size_t>(close - value) < quoted_key.size() ||
+      std::memcmp(close - quoted_key.size(), quoted_key.data(), quoted_key.size()) != 0) {
+    return false;
+  }
+  open = close - quoted_key.size();
   return true;
 }
 
-// Whether the bytes between a string's end and the next string's start make that string a key
-// whose value comes next: blanks around exactly one ':' (feedJson() reads them the same way).
-bool onlyColonBetween(const char* p, const char* end) {
-  int colons = 0;
-  for (; p < end; ++p) {
-    if (*p == ':') {
-      ++colons;
-    } else if (*p != ' ' && *p != '\t') {
-      return false;
-    }
-  }
-  return colons == 1;
+// Whether a value after a colon is a string with at least one byte: blanks, a quote, and
+// anything but its closing quote (the line's '\n' included, as the byte-level reading has it).
+bool nonEmptyStringAfter(const char* colon, const char* eol) {
+  const char* v = colon + 1;
+  while (v < eol && (*v == ' ' || *v == '\t')) ++v;
+  return v < eol && *v == '"' && v[1] != '"';
 }
 
 }  // namespace
+
+// The key a colon outside strings makes active (as feedJson() reads it): the string just before
+// the colon, blanks allowed between, when it is one of those this reading cares about; `open`
+// is then set to its opening quote.
+UsageScanner::Key UsageScanner::keyBeforeColon(const char* value, const char* colon,
+                                               const char*& open) {
+  const char* close = colon - 1;
+  while (close > value && (*close == ' ' || *close == '\t')) --close;
+  if (*close != '"') return Key::kNone;  // `value` is the '{' at the latest: close[-1] is readable
+  switch (close[-1]) {
+    case 't':
+      return stringIs(value, close, "\"content", open) ||
+                     stringIs(value, close, "\"text", open) ||
+                     stringIs(value, close, "\"reasoning_content", open)
+                 ? Key::kText
+                 : Key::kNone;
+    case 'g':
+      return stringIs(value, close, "\"reasoning", open) ? Key::kText : Key::kNone;
+    case 's':
+      return stringIs(value, close, "\"arguments", open) ? Key::kText : Key::kNone;
+    case 'e':
+      return stringIs(value, close, "\"usage", open) ? Key::kUsage : Key::kNone;
+    default:
+      return Key::kNone;
+  }
+}
 
 // At the start of a line with the JSON state at rest: an event whose one data line and blank line
 // are both in this piece, read from string to string. Only text matters in it; a backslash, a
@@ -363,30 +399,41 @@ UsageScanner::Whole UsageScanner::scanWholeEvent(const char*& p, const char* end
       static_cast<const char*>(std::memchr(value, '\n', static_cast<size_t>(end - value)));
   if (eol == nullptr || eol + 1 == end) return Whole::kCut;
   if (eol[1] != '\n') return Whole::kDeclined;
-  // Strings from quote to quote: with no backslash in the line, every quote is a string's end.
+  // Engines repeat the same fields at the start of every event of a stream (id, object,
+  // created, model, up to the delta). The line up to its first text key, when the last event
+  // read whole had that same start, is known to hold nothing that counts: skip it.
+  const auto length = static_cast<size_t>(eol - value);
+  const char* from = value;
+  if (memo_len_ > 0 && length > memo_len_ && std::memcmp(value, memo_, memo_len_) == 0) {
+    from += memo_len_;
+  }
+  // Sixty-four bytes at a time: which colons lie outside strings (quotes counted from `from`,
+  // outside any string; with no backslash in the line every quote opens or closes one), and for
+  // each, the key before it and the value after it. Only colons are visited, one per key.
   bool text = false;
-  Key key = Key::kNone;       // the string just read, when it is followed as a key is
-  const char* after = value;  // the end of the string just read
-  const char* open = nullptr;  // the opening quote of the string being read
-  const auto on_quote = [&](const char* quote) {
-    if (open == nullptr) {
-      open = quote;
-      return true;
+  const char* first_text_key = nullptr;
+  uint64_t open_string = 0;  // all ones when a string is open where the block begins
+  for (const char* at = from; at < eol; at += 64) {
+    const BlockMasks m = eol - at >= 64 ? classifyBlock(at) : classifyTail(at, eol, p);
+    if (m.stops != 0) return Whole::kDeclined;
+    const uint64_t inside = prefixXor(m.quotes) ^ open_string;
+    open_string = (inside >> 63) != 0 ? ~uint64_t{0} : 0;
+    for (uint64_t colons = m.colons & ~inside; colons != 0; colons &= colons - 1) {
+      const char* colon = at + std::countr_zero(colons);
+      const char* key_open = nullptr;
+      const Key key = keyBeforeColon(value, colon, key_open);
+      if (key == Key::kUsage) return Whole::kDeclined;  // its counts: byte by byte
+      if (key != Key::kText) continue;
+      if (first_text_key == nullptr) first_text_key = key_open;
+      if (!text) text = nonEmptyStringAfter(colon, eol);
     }
-    if (key == Key::kText && quote != open + 1 && onlyColonBetween(after, open)) text = true;
-    // Only a string followed by ':' or a blank can be a key; a value is not looked at.
-    const char next = quote[1];  // at most the line's '\n'
-    const auto n = static_cast<size_t>(quote - open - 1);
-    key = (next == ':' || next == ' ' || next == '\t') && mayBeKnownKey(open + 1, n)
-              ? classifyKey(std::string_view(open + 1, n))
-              : Key::kNone;
-    after = quote + 1;
-    open = nullptr;
-    return key != Key::kUsage;
-  };
-  if (!forEachQuote(value, eol, p, on_quote)) return Whole::kDeclined;
-  // A string the line ends in: its value gets the line's '\n' at least.
-  if (open != nullptr && key == Key::kText && onlyColonBetween(after, open)) text = true;
+  }
+  // Before the first text key's opening quote: outside strings, and no colon that counts.
+  if (first_text_key != nullptr && first_text_key != from) {
+    const auto n = static_cast<size_t>(first_text_key - value);
+    memo_len_ = n <= kMemo ? static_cast<uint16_t>(n) : 0;
+    std::memcpy(memo_, value, memo_len_);
+  }
   if (text) markText();
   endEvent();
   p = eol + 2;

@@ -11,7 +11,7 @@
 // an event cut by a piece's end); feed() never allocates. Strings are skipped sixteen bytes at a
 // time and classified where they lie; only the structure between them is read byte by byte. An
 // event that lies whole in a piece (the usual `data: {...}` line and its blank line, without a
-// backslash or a "usage" key) is read from string to string instead, with the same answer; one
+// backslash or a "usage" key) is read from key to key instead, with the same answer; one
 // cut by a piece's end is kept until the next piece completes it (the answers, asked meanwhile,
 // read what is kept). One scanner per response; not thread-safe; reset() to reuse. Never
 // throws; garbage input yields unknown/zero counts.
@@ -77,6 +77,7 @@ class UsageScanner {
   void resetJson();
   void markText();
   static Key classifyKey(std::string_view key);
+  static Key keyBeforeColon(const char* value, const char* colon, const char*& open);
 
   Mode mode_ = Mode::kSse;
   int64_t usage_completion_ = -1;
@@ -114,6 +115,12 @@ class UsageScanner {
   static constexpr size_t kCarry = 512;
   uint16_t carry_len_ = 0;
   char carry_[kCarry] = {};
+
+  // The start of the last event read whole, up to its first text key (scanWholeEvent()), when
+  // it fits: most events of a stream begin with the same bytes.
+  static constexpr size_t kMemo = 256;
+  uint16_t memo_len_ = 0;
+  char memo_[kMemo] = {};
 };
 
 }  // namespace switchyard::api
