@@ -134,8 +134,10 @@ BodyRelay::Step BodyRelay::write(size_t got, bool done) {
       pending.take()->onWritten(write_ec);
     };
   };
-  if (worker_.inflight.load(std::memory_order_relaxed) == 1) {
-    // What the socket takes at once goes without the event loop (http/write_all.h says when).
+  // What the socket takes at once goes without the event loop (http/write_all.h says when). An
+  // event stream's client answers nothing: its write needs no pass of the loop to wait in, and
+  // the relay's next step is a read of the replica, which waits anyway.
+  if (in_place_ || worker_.inflight.load(std::memory_order_relaxed) == 1) {
     const auto at_once = switchyard::http::sendAtOnce(conn_.stream, buffers);
     if (at_once.whole) return afterWrite({});
     asio::async_write(conn_.stream, at_once.rest, written());

@@ -6,7 +6,8 @@
 // it runs it. A request alone on its worker has nothing to interleave with in that pass, so
 // writing at once saves a system call and a dispatch per write. With other requests in flight
 // the pass is where their work interleaves and where the peer gets time to answer (writing at
-// once there measured slower, docs/benchmarks.md), so callers ask for it only when alone.
+// once there measured slower, docs/benchmarks.md), so callers ask for it only when alone, or
+// for an event stream's pieces, whose client answers nothing.
 #pragma once
 
 #include <boost/asio/as_tuple.hpp>
