@@ -1,8 +1,9 @@
 // Micro-benchmarks for the request-path parsers: ns/op and allocs/op.
-// Run: build/release/micro_bench --benchmark_filter='Inspect|Prometheus|Usage'
+// Run: build/release/micro_bench --benchmark_filter='Inspect|Prometheus|Usage|Chunked'
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <boost/beast/http.hpp>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,8 @@
 #include "api/usage_scanner.h"
 #include "fleet/engine_signals.h"
 #include "fleet/prometheus_text.h"
+#include "gateway/answer_parser.h"
+#include "http/chunked_body.h"
 
 namespace switchyard {
 namespace {
@@ -134,6 +137,64 @@ void BM_UsageScan50Events(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
 }
 BENCHMARK(BM_UsageScan50Events);
+
+// The 50 events of chatStreamPieces() as a replica sends them: a chunk each, one per read.
+std::vector<std::string> chunkedStreamReads() {
+  std::vector<std::string> reads;
+  for (const std::string& event : chatStreamPieces()) {
+    char size[16];
+    const int n = std::snprintf(size, sizeof size, "%zx\r\n", event.size());
+    reads.push_back(std::string(size, static_cast<size_t>(n)) + event + "\r\n");
+  }
+  reads.back() += "0\r\n\r\n";
+  return reads;
+}
+
+// The relay's chunk framing, each read's pieces noted in place: the decoder the relay uses for
+// event streams, and Beast's parser (through AnswerParser's views) that it replaced.
+void BM_ChunkedStream50Events(benchmark::State& state) {
+  const std::vector<std::string> reads = chunkedStreamReads();
+  const bool beast = state.range(0) == 1;
+  const std::string head = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+  size_t body = 0;
+  for (auto _ : state) {
+    std::string fields;
+    gateway::AnswerParser parser(fields);
+    boost::beast::error_code ec;
+    parser.put(boost::asio::buffer(head), ec);
+    http::ChunkedBody chunks(uint64_t{1} << 30);
+    body = 0;
+    std::string buffered;  // what a read leaves unparsed stays for the next, as in the relay
+    for (const std::string& read : reads) {
+      buffered += read;
+      parser.setBodyViews();
+      size_t at = 0;
+      if (beast) {
+        while (at < buffered.size() && !parser.is_done()) {
+          const size_t used =
+              parser.put(boost::asio::buffer(buffered.data() + at, buffered.size() - at), ec);
+          at += used;
+          if (ec || used == 0) break;
+        }
+      } else {
+        const char* p = buffered.data();
+        std::string_view piece;
+        http::ChunkedBody::Step step;
+        do {
+          step = chunks.next(p, buffered.data() + buffered.size(), piece);
+          if (!piece.empty()) parser.addView(piece);
+        } while (step == http::ChunkedBody::Step::kPiece);
+        at = static_cast<size_t>(p - buffered.data());
+      }
+      body += parser.viewBytes();
+      buffered.erase(0, at);
+    }
+    benchmark::DoNotOptimize(body);
+  }
+  state.SetLabel(beast ? "beast" : "chunked_body");
+  state.counters["body_bytes"] = static_cast<double>(body);
+}
+BENCHMARK(BM_ChunkedStream50Events)->Arg(0)->Arg(1);
 
 }  // namespace
 }  // namespace switchyard

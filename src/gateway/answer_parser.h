@@ -17,6 +17,7 @@
 #include <cstring>
 #include <span>
 #include <string>
+#include <string_view>
 
 namespace switchyard::gateway {
 
@@ -54,6 +55,14 @@ class AnswerParser final : public boost::beast::http::basic_parser<false> {
     view_bytes_ = 0;
   }
   std::span<const boost::asio::const_buffer> views() const { return {views_.data(), view_count_}; }
+  // Notes a piece of body decoded elsewhere (http::ChunkedBody), as the parser's own are; false
+  // when the views are full (the piece is then not noted).
+  bool addView(std::string_view piece) {
+    if (view_count_ == kMaxViews) return false;
+    views_[view_count_++] = boost::asio::const_buffer(piece.data(), piece.size());
+    view_bytes_ += piece.size();
+    return true;
+  }
   size_t viewBytes() const { return view_bytes_; }
 
  private:

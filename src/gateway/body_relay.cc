@@ -26,6 +26,8 @@ BodyRelay::BodyRelay(WorkerView worker, ClientConnection& conn, AnswerParser& pa
       target_(target),
       piece_room_(target.event_stream ? kEventPieceSize : kPieceSize),
       in_place_(target.event_stream && !target.capture_job_id),
+      decode_chunks_(in_place_ && parser.chunked()),
+      chunks_(kUpstreamBodyLimit),
       scanner_(target.event_stream ? api::UsageScanner::Mode::kSse
                                    : api::UsageScanner::Mode::kJson) {}
 
@@ -36,7 +38,7 @@ BodyRelay::Step BodyRelay::run() {
 }
 
 BodyRelay::Step BodyRelay::parseOrRead() {
-  if (parser_.is_done()) return afterParse({}, 0);
+  if (bodyDone()) return afterParse({}, 0);
   if (in_place_) {
     parser_.setBodyViews();
   } else {
@@ -44,9 +46,9 @@ BodyRelay::Step BodyRelay::parseOrRead() {
   }
   // What came with the head or the last read goes first, without a pass of the event loop.
   boost::system::error_code ec;
-  if (more_buffered_) ec = switchyard::http::parseBuffered(parser_, conn_.upstream_buffer);
+  if (more_buffered_) ec = parseBody();
   more_buffered_ = roomFilled();
-  if (!ec && parsedBytes() == 0 && !parser_.is_done()) {
+  if (!ec && parsedBytes() == 0 && !bodyDone()) {
     // Nothing parsed: no view is pending when readRoom() moves the buffer's bytes.
     upstream_.expires_after(asDuration(model_.timeouts.idle));
     upstream_.async_read_some(
@@ -60,9 +62,46 @@ BodyRelay::Step BodyRelay::parseOrRead() {
 }
 
 void BodyRelay::onRead(boost::system::error_code ec, size_t transferred) {
-  ec = switchyard::http::parseRead(parser_, conn_.upstream_buffer, ec, transferred);
+  ec = parseReadBody(ec, transferred);
   more_buffered_ = roomFilled();
   if (afterParse(ec, parsedBytes()) == Step::kNext) run();
+}
+
+boost::system::error_code BodyRelay::parseBody() {
+  if (!decode_chunks_) return switchyard::http::parseBuffered(parser_, conn_.upstream_buffer);
+  return decodeChunks();
+}
+
+boost::system::error_code BodyRelay::parseReadBody(boost::system::error_code ec,
+                                                   size_t transferred) {
+  if (!decode_chunks_) {
+    return switchyard::http::parseRead(parser_, conn_.upstream_buffer, ec, transferred);
+  }
+  conn_.upstream_buffer.commit(transferred);
+  // The connection's end before the last chunk: what Beast's parser reports for it.
+  if (ec == asio::error::eof) return beast::http::error::partial_message;
+  if (ec) return ec;
+  return decodeChunks();
+}
+
+// Pieces of data go to the parser's views, up to their number; the framing is passed over. The
+// bytes read are consumed from the buffer at once: consume() moves nothing, so the views stay
+// valid until the next read prepares room.
+boost::system::error_code BodyRelay::decodeChunks() {
+  beast::flat_buffer& buffer = conn_.upstream_buffer;
+  const auto bytes = buffer.data();
+  const char* const begin = static_cast<const char*>(bytes.data());
+  const char* const end = begin + bytes.size();
+  const char* p = begin;
+  using ChunkStep = switchyard::http::ChunkedBody::Step;
+  ChunkStep step = ChunkStep::kPiece;
+  std::string_view piece;
+  while (step == ChunkStep::kPiece && parser_.views().size() < AnswerParser::kMaxViews) {
+    step = chunks_.next(p, end, piece);
+    if (!piece.empty()) parser_.addView(piece);
+  }
+  buffer.consume(static_cast<size_t>(p - begin));
+  return step == ChunkStep::kFailed ? chunks_.errorCode() : boost::system::error_code{};
 }
 
 BodyRelay::Step BodyRelay::afterParse(boost::system::error_code ec, size_t got) {
@@ -83,7 +122,7 @@ BodyRelay::Step BodyRelay::afterParse(boost::system::error_code ec, size_t got) 
                  ec.message());
     return end(head_sent_ ? ForwardResult::kAborted : ForwardResult::kFailedBeforeSending);
   }
-  const bool done = parser_.is_done();
+  const bool done = bodyDone();
   if (got == 0 && !done) return Step::kNext;
   if (got > 0) {
     if (relayed_.first_byte_at < 0) {

@@ -25,6 +25,7 @@
 
 #include "api/usage_scanner.h"
 #include "gateway/worker_impl.h"
+#include "http/chunked_body.h"
 
 namespace switchyard::gateway {
 
@@ -66,6 +67,12 @@ class BodyRelay {
   size_t parsedBytes() const {  // body bytes the parse has given since setBody/setBodyViews
     return in_place_ ? parser_.viewBytes() : piece_room_ - parser_.bodyRoom();
   }
+  // The body's bytes: Beast's parser, or for an event stream in chunks, the relay's own
+  // decoder (http/chunked_body.h) writing the same views. What is buffered, and after a read.
+  boost::system::error_code parseBody();
+  boost::system::error_code parseReadBody(boost::system::error_code ec, size_t transferred);
+  boost::system::error_code decodeChunks();
+  bool bodyDone() const { return decode_chunks_ ? chunks_.done() : parser_.is_done(); }
   Step afterParse(boost::system::error_code ec, size_t got);
   Step write(size_t got, bool done);  // the piece (and the head, the end) to the client
   Step afterWrite(boost::system::error_code ec);
@@ -102,6 +109,8 @@ class BodyRelay {
   // An event stream's pieces are written from where the replica's bytes were read (the parser's
   // views); other bodies are copied into the piece (a job's id is looked for in it).
   const bool in_place_;
+  const bool decode_chunks_;  // in place, and chunked: chunks_ reads the body
+  switchyard::http::ChunkedBody chunks_;
   api::UsageScanner scanner_;
   RelayedBody relayed_;
   bool more_buffered_ = true;  // roomFilled() after the last parse (the head's may leave a body)

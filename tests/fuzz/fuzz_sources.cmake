@@ -44,6 +44,7 @@ set(SWITCHYARD_FUZZ_SOURCES
   src/gateway/slo_config.cc
   src/gateway/telemetry_config.cc
   src/health/health_config.cc
+  src/http/chunked_body.cc
   src/http/response_head.cc
   src/observe/decision_log.cc
   src/observe/load_interval.cc
