@@ -19,12 +19,12 @@
 
 namespace switchyard::fleet {
 
+// Three cache lines, grouped by who reads them together: the first has what routing, admission
+// and the health manager's tick read (a fleet of thousands is ticked ten times a second), the
+// second the rest of what capacity learning reads, the third what is read rarely.
 struct alignas(64) ReplicaCounters {
-  std::atomic<int64_t> running{0};        // requests this gateway has in flight on the replica
-  // Of `running`: requests still waiting for shared state to lease them a slot (growSlots). The
-  // sync publishes running without them: one that is refused never reaches the replica, and the
-  // other gateways must not turn requests away for it meanwhile.
-  std::atomic<int64_t> awaiting_slot{0};
+  // Line 0.
+  std::atomic<int64_t> running{0};  // requests this gateway has in flight on the replica
   // Prompt tokens of this gateway's streamed requests on the replica that have not yet produced
   // their first byte: prefill queued or running there, which a newcomer's prefill waits behind
   // (SLO routing adds it to the predicted TTFT, deadline admission to the predicted execution).
@@ -32,31 +32,36 @@ struct alignas(64) ReplicaCounters {
   // without one.
   std::atomic<int64_t> prefill_pending_tokens{0};
   std::atomic<int64_t> requests_total{0};  // requests routed to the replica
-  std::atomic<int64_t> output_tokens_total{0};
-  std::atomic<int64_t> input_tokens_total{0};
-  std::atomic<int64_t> upstream_errors_total{0};
-  // Inputs to capacity learning, added when a request completes.
-  std::atomic<int64_t> prefill_tokens_total{0};  // prompt tokens of streamed requests...
-  std::atomic<int64_t> prefill_ns_total{0};      // ...and their time to first byte
-  std::atomic<int64_t> tokenless_requests_total{0};  // work units completed with no output tokens
-  std::atomic<int64_t> tokenless_latency_ns_total{0};  // (embeddings): their latency
   // Request outcomes for health: failures the replica is responsible for (connect errors, resets,
   // 5xx, timeouts, truncated streams); client errors (4xx) are successes here.
   std::atomic<int64_t> outcome_successes_total{0};
   std::atomic<int64_t> outcome_failures_total{0};
   std::atomic<int64_t> consecutive_failures{0};
-  // Health transitions (control thread): exclusions and returns to healthy.
-  std::atomic<int64_t> health_exclusions_total{0};
-  std::atomic<int64_t> health_recoveries_total{0};
   // Speed per output token of successful responses (after the first byte for streams), for
   // spotting a degraded replica among peers of the same GPU type.
   std::atomic<int64_t> token_time_ns_total{0};
   std::atomic<int64_t> timed_tokens_total{0};
-  // The concurrency those tokens were produced at: Σ timed tokens × (requests in flight on the
-  // replica across gateways when the response started + when it ended), i.e. twice the
+  // Line 1: the rest of capacity learning's inputs, added when a request completes.
+  std::atomic<int64_t> output_tokens_total{0};
+  std::atomic<int64_t> prefill_tokens_total{0};  // prompt tokens of streamed requests...
+  std::atomic<int64_t> prefill_ns_total{0};      // ...and their time to first byte
+  std::atomic<int64_t> tokenless_requests_total{0};  // work units completed with no output tokens
+  std::atomic<int64_t> tokenless_latency_ns_total{0};  // (embeddings): their latency
+  // The concurrency the timed tokens were produced at: Σ timed tokens × (requests in flight on
+  // the replica across gateways when the response started + when it ended), i.e. twice the
   // token-weighted mean concurrency times the tokens. Pairs each response's speed with its own
   // load for the batching-curve fit.
   std::atomic<int64_t> token_concurrency_total{0};
+  std::atomic<int64_t> input_tokens_total{0};
+  std::atomic<int64_t> upstream_errors_total{0};
+  // Line 2.
+  // Of `running`: requests still waiting for shared state to lease them a slot (growSlots). The
+  // sync publishes running without them: one that is refused never reaches the replica, and the
+  // other gateways must not turn requests away for it meanwhile.
+  std::atomic<int64_t> awaiting_slot{0};
+  // Health transitions (control thread): exclusions and returns to healthy.
+  std::atomic<int64_t> health_exclusions_total{0};
+  std::atomic<int64_t> health_recoveries_total{0};
   // What a replica would take with it if it were removed (scale-down's victim choice): requests
   // that followed a session's pin to it, and async resources created on it.
   std::atomic<int64_t> affinity_requests_total{0};
