@@ -138,6 +138,27 @@ void BM_UsageScan50Events(benchmark::State& state) {
 }
 BENCHMARK(BM_UsageScan50Events);
 
+// A sized chat answer read in one piece (the backend of bench/e2e/proxy_overhead.sh's small
+// shape, and a longer one with a few hundred bytes of text before its usage).
+void BM_UsageScanJsonAnswer(benchmark::State& state) {
+  const std::string text(static_cast<size_t>(state.range(0)), 'a');
+  const std::string answer =
+      R"({"id":"cmpl-1","object":"chat.completion","model":"llama2-7b","choices":[{"message":)"
+      R"({"role":"assistant","content":")" + text + R"("}}],"usage":{"prompt_tokens":13,)"
+      R"("completion_tokens":1,"total_tokens":14}})";
+  for (auto _ : state) {
+    api::UsageScanner scanner(api::UsageScanner::Mode::kJson);
+    scanner.feed(answer);
+    if (scanner.completionTokens() != 1 || scanner.promptTokens() != 13) {
+      state.SkipWithError("wrong scan result");
+      break;
+    }
+    benchmark::DoNotOptimize(scanner);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * answer.size()));
+}
+BENCHMARK(BM_UsageScanJsonAnswer)->Arg(2)->Arg(600);
+
 // The 50 events of chatStreamPieces() as a replica sends them: a chunk each, one per read.
 std::vector<std::string> chunkedStreamReads() {
   std::vector<std::string> reads;

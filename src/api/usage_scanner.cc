@@ -1,6 +1,7 @@
 #include "api/usage_scanner.h"
 
 #include <bit>
+#include <cstddef>
 #include <cstring>
 #include <limits>
 
@@ -59,6 +60,11 @@ void UsageScanner::feed(std::string_view piece) {
   const char* p = piece.data();
   const char* end = p + piece.size();
   if (mode_ == Mode::kJson) {
+    if (jsonAtRest()) {
+      const char* key = skipToUsage(p, end);
+      json_started_ = key != p;  // what was passed over began the answer
+      p = key;
+    }
     feedJson(p, end);
   } else {
     feedSse(p, end);
@@ -205,7 +211,7 @@ void UsageScanner::feedJson(const char* p, const char* end) {
         in_string_ = true;
         escape_ = false;
         key_len_ = 0;
-        watch_text_ = active_ == Key::kText;
+        watch_text_ = active_ == Key::kText && mode_ == Mode::kSse;
         active_ = pending_ = Key::kNone;
         break;
       case ':':
@@ -376,6 +382,78 @@ UsageScanner::Key UsageScanner::keyBeforeColon(const char* value, const char* co
     default:
       return Key::kNone;
   }
+}
+
+namespace {
+
+constexpr std::string_view kUsageKey = "\"usage\"";
+
+// Whether the string opening at `quote` (outside strings) is the key "usage": its bytes, then
+// JSON blanks, then a colon, all before `end`.
+bool usageKeyAt(const char* quote, const char* end) {
+  if (end - quote < static_cast<ptrdiff_t>(kUsageKey.size()) ||
+      std::memcmp(quote, kUsageKey.data(), kUsageKey.size()) != 0) {
+    return false;
+  }
+  const char* after = quote + kUsageKey.size();
+  while (after < end && (*after == ' ' || *after == '\t' || *after == '\n' || *after == '\r')) {
+    ++after;
+  }
+  return after < end && *after == ':';
+}
+
+}  // namespace
+
+// A plain JSON answer before anything of it was read. What counts in it is the "usage" object,
+// usually at its end; before that key nothing changes an answer (the nesting depth matters only
+// relative to where the usage object opens). So the first "usage" key outside strings is looked
+// for, sixteen bytes at a time where they hold no backslash (the quotes then open and close
+// strings in turn, and the key is a quote with another six bytes on), byte by byte where they
+// do; the byte-level reading takes over at that key's opening quote, which is returned.
+// Returns `p` when the piece holds no such key.
+const char* UsageScanner::skipToUsage(const char* p, const char* end) {
+  bool inside = false;  // in a string where `at` is
+  bool escape = false;  // `at` is escaped (inside a string)
+  const char* at = p;
+  const auto byte = [&](const char* c) {  // true at the key's opening quote
+    if (escape) {
+      escape = false;
+    } else if (inside) {
+      if (*c == '\\') escape = true;
+      inside = *c != '"';
+    } else if (*c == '"') {
+      if (usageKeyAt(c, end)) return true;
+      inside = true;
+    }
+    return false;
+  };
+#if defined(__SSE2__)
+  constexpr ptrdiff_t kLast = kUsageKey.size() - 1;  // the key's closing quote, from its opening
+  for (; end - at >= 16 + kLast; at += 16) {
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(at));
+    const auto mask = [](__m128i v, char c) {
+      return static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(c))));
+    };
+    if (escape || mask(bytes, '\\') != 0) {
+      for (const char* c = at; c < at + 16; ++c) {
+        if (byte(c)) return c;
+      }
+      continue;
+    }
+    const unsigned quotes = mask(bytes, '"');
+    const auto later = _mm_loadu_si128(reinterpret_cast<const __m128i*>(at + kLast));
+    for (unsigned keys = quotes & mask(later, '"'); keys != 0; keys &= keys - 1) {
+      const int bit = std::countr_zero(keys);
+      const bool opens = inside == __builtin_parity(quotes & ((1u << bit) - 1));
+      if (opens && usageKeyAt(at + bit, end)) return at + bit;
+    }
+    inside ^= __builtin_parity(quotes) != 0;
+  }
+#endif
+  for (; at < end; ++at) {
+    if (byte(at)) return at;
+  }
+  return p;
 }
 
 // At the start of a line with the JSON state at rest: an event whose one data line and blank line

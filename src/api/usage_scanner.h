@@ -13,8 +13,10 @@
 // event that lies whole in a piece (the usual `data: {...}` line and its blank line, without a
 // backslash or a "usage" key) is read from key to key instead, with the same answer; one
 // cut by a piece's end is kept until the next piece completes it (the answers, asked meanwhile,
-// read what is kept). One scanner per response; not thread-safe; reset() to reuse. Never
-// throws; garbage input yields unknown/zero counts.
+// read what is kept). A plain JSON answer is passed over up to its "usage" key (found with
+// memmem() and a count of the quotes before it), and read byte by byte from there. One scanner
+// per response; not thread-safe; reset() to reuse. Never throws; garbage input yields
+// unknown/zero counts.
 #pragma once
 
 #include <cstddef>
@@ -51,6 +53,7 @@ class UsageScanner {
   bool sawDone() const {  // the stream's `data: [DONE]` terminator
     return carry_len_ > 0 ? settled().saw_done_ : saw_done_;
   }
+  // Streams only (0 for a plain JSON answer, whose text is not counted).
   int64_t textEvents() const { return carry_len_ > 0 ? settled().text_events_ : text_events_; }
 
  private:
@@ -62,6 +65,7 @@ class UsageScanner {
   static constexpr size_t kMaxKey = 20;  // longest interesting key is "reasoning_content"
 
   void feedJson(const char* p, const char* end);
+  const char* skipToUsage(const char* p, const char* end);
   // What scanWholeEvent() made of the event at a line's start.
   enum class Whole : uint8_t { kRead, kCut, kDeclined };
   void feedSse(const char* p, const char* end, bool may_carry = true);

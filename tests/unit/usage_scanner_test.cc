@@ -312,6 +312,39 @@ TEST(UsageScannerTest, PlainJsonWithoutUsageIsUnknown) {
   EXPECT_FALSE(s.sawUsage());
 }
 
+// A JSON answer fed whole is read in blocks up to its "usage" key; fed byte by byte, or cut
+// before that key, it is read byte by byte throughout. Random answers, valid JSON or not (stray
+// brackets, keys and colons inside strings, blanks and newlines between a key and its colon,
+// backslashes), must get the same answers every way.
+TEST(UsageScannerTest, JsonAnswersAgreeWithByteLevelReadingOnRandomBodies) {
+  const std::vector<std::string> parts = {
+      "\"", "\"", ":", ":", " ", "\n", "\t", "{", "{", "}", "[", "]", ",", "12", "x",
+      "\"usage\"", "\"usage\":", "\"usage\" :{", "\"usage\"\n:", "\"xusage\":",
+      "\"completion_tokens\":", "\"prompt_tokens\": ", "\"content\":\"hi\"",
+      "\"id\":\"chatcmpl-1\",\"object\":\"chat.completion\",\"created\":1700000000,",
+      "{\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":5}}", "\\", "\r"};
+  std::mt19937 random(29);
+  int usage_seen = 0;
+  for (int body_index = 0; body_index < 20000; ++body_index) {
+    std::string body;
+    const size_t count = 1 + random() % (body_index % 5 == 0 ? 80 : 16);
+    for (size_t i = 0; i < count; ++i) body += parts[random() % parts.size()];
+    UsageScanner whole(UsageScanner::Mode::kJson);
+    whole.feed(body);
+    UsageScanner bytewise(UsageScanner::Mode::kJson);
+    for (char c : body) bytewise.feed(std::string_view(&c, 1));
+    const size_t cut = random() % (body.size() + 1);
+    UsageScanner halves(UsageScanner::Mode::kJson);
+    halves.feed(std::string_view(body).substr(0, cut));
+    halves.feed(std::string_view(body).substr(cut));
+    expectSameAnswers(whole, bytewise, body);
+    expectSameAnswers(whole, halves, body);
+    if (::testing::Test::HasFailure()) return;
+    usage_seen += whole.completionTokens() >= 0;
+  }
+  EXPECT_GT(usage_seen, 1000);  // the draw reaches token counts inside a usage object
+}
+
 TEST(UsageScannerTest, EmbeddingsUsageHasNoCompletionTokens) {
   UsageScanner s = scanWhole(R"({"data":[],"usage":{"prompt_tokens":8,"total_tokens":8}})",
                              UsageScanner::Mode::kJson);
