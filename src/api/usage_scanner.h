@@ -13,10 +13,10 @@
 // event that lies whole in a piece (the usual `data: {...}` line and its blank line, without a
 // backslash or a "usage" key) is read from key to key instead, with the same answer; one
 // cut by a piece's end is kept until the next piece completes it (the answers, asked meanwhile,
-// read what is kept). A plain JSON answer is passed over up to its "usage" key (found with
-// memmem() and a count of the quotes before it), and read byte by byte from there. One scanner
-// per response; not thread-safe; reset() to reuse. Never throws; garbage input yields
-// unknown/zero counts.
+// read what is kept). A plain JSON answer is passed over up to its first "usage" key outside
+// strings (sixteen bytes at a time where they hold no backslash), and read byte by byte from
+// there. One scanner per response; not thread-safe; reset() to reuse. Never throws; garbage
+// input yields unknown/zero counts.
 #pragma once
 
 #include <cstddef>

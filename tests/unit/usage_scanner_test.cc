@@ -312,7 +312,7 @@ TEST(UsageScannerTest, PlainJsonWithoutUsageIsUnknown) {
   EXPECT_FALSE(s.sawUsage());
 }
 
-// A JSON answer fed whole is read in blocks up to its "usage" key; fed byte by byte, or cut
+// A JSON answer fed whole is passed over up to its "usage" key; fed byte by byte, or cut
 // before that key, it is read byte by byte throughout. Random answers, valid JSON or not (stray
 // brackets, keys and colons inside strings, blanks and newlines between a key and its colon,
 // backslashes), must get the same answers every way.
