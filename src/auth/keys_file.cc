@@ -8,10 +8,9 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <set>
-#include <sstream>
 
+#include "core/text_file.h"
 namespace switchyard::auth {
 namespace {
 
@@ -196,12 +195,11 @@ std::string renderKeysFile(const KeysFile& file) {
 }
 
 KeysFile readKeysFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw KeysFileError("cannot read " + path + ": " + std::strerror(errno));
-  std::stringstream text;
-  text << in.rdbuf();
+  std::string error;
+  const std::optional<std::string> text = readTextFile(path, &error);
+  if (!text) throw KeysFileError(error);
   try {
-    return parseKeysFile(text.str());
+    return parseKeysFile(*text);
   } catch (const KeysFileError& e) {
     throw KeysFileError(path + ": " + e.what());
   }

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "core/child_process.h"
+#include "core/text_file.h"
 #include "loadgen/load_generator.h"
 #include "profile/profile_json.h"
 
@@ -239,7 +240,7 @@ std::optional<std::vector<std::pair<std::string, std::string>>> sloProfileFiles(
       *error = gpu + " is not one of --gpus";
       return std::nullopt;
     }
-    const auto text = profile::readTextFile(file, error);
+    const auto text = readTextFile(file, error);
     if (!text) return std::nullopt;
     const profile::ProfileParse parsed = profile::parseProfileJson(*text);
     if (!parsed.profile || !parsed.profile->hasSteps()) {

@@ -6,6 +6,7 @@
 #include <deque>
 #include <memory>
 
+#include "core/text_file.h"
 #include "gateway/optimize_service.h"
 #include "optimizer/load_json.h"
 #include "optimizer/optimizer.h"
@@ -37,14 +38,14 @@ int runOnce(const OptimizeOptions& o) {
   optimizer::MixProblem problem;
   problem.slice_factor = o.slice_factor;
   problem.headroom = o.headroom;
-  const auto load_text = profile::readTextFile(o.load, &error);
+  const auto load_text = readTextFile(o.load, &error);
   const auto load = load_text ? optimizer::parseLoadJson(*load_text, &error) : std::nullopt;
   if (!load) {
     fmt::print(stderr, "optimize: {}: {}\n", o.load, error);
     return 2;
   }
   for (const std::string& path : o.profiles) {
-    const auto text = profile::readTextFile(path, &error);
+    const auto text = readTextFile(path, &error);
     if (!text) {
       fmt::print(stderr, "optimize: {}\n", error);
       return 2;

@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "core/clock.h"
+#include "core/text_file.h"
 #include "engine/perf_profiles.h"
 #include "engine/virtual_run.h"
 #include "loadgen/load_generator.h"
@@ -289,7 +290,7 @@ int runProfile(const ProfileOptions& options) {
 
   profile::RawMeasurements raw;
   if (::access(options.output.c_str(), F_OK) == 0) {
-    const auto text = profile::readTextFile(options.output, &error);
+    const auto text = readTextFile(options.output, &error);
     auto previous = text ? profile::parseRawJson(*text, &error) : std::nullopt;
     if (!previous) {
       fmt::print(stderr, "profile: {} exists but is not a raw profile ({}); not overwriting\n",
@@ -309,7 +310,7 @@ int runProfile(const ProfileOptions& options) {
   }
   auto save = [&] {
     std::string write_error;
-    if (!profile::writeTextFile(options.output, profile::rawToJson(raw), &write_error)) {
+    if (!writeTextFile(options.output, profile::rawToJson(raw), &write_error)) {
       fmt::print(stderr, "\nprofile: {}\n", write_error);
       return false;
     }
@@ -450,7 +451,7 @@ int runGenProfile(const GenOptions& options) {
     labels.gpu = options.gpu.empty() ? config.gpu : options.gpu;
     if (labels.model.empty()) labels.model = config.model;
   } else {
-    const auto text = profile::readTextFile(options.raw_path, &error);
+    const auto text = readTextFile(options.raw_path, &error);
     auto parsed = text ? profile::parseRawJson(*text, &error) : std::nullopt;
     if (!parsed) {
       fmt::print(stderr, "gen-profile: {}: {}\n", options.raw_path, error);
@@ -482,7 +483,7 @@ int runGenProfile(const GenOptions& options) {
     fmt::print(stderr, "gen-profile: stored in Redis as {}\n", key);
     return 0;
   }
-  if (!profile::writeTextFile(options.output, profile::profileToJson(built), &error)) {
+  if (!writeTextFile(options.output, profile::profileToJson(built), &error)) {
     fmt::print(stderr, "gen-profile: {}\n", error);
     return 1;
   }

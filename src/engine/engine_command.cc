@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/text_file.h"
 #include "engine/batching_model.h"
 #include "engine/engine_server.h"
 #include "engine/kv_events_config.h"
@@ -108,9 +109,12 @@ ReplicaPlan planReplica(const ProfileCatalog& catalog, const EngineCommandOption
 // kv_events_replay_endpoint; missing keys take the command-line values (not the KV-event
 // endpoints: each replica binds its own).
 std::vector<EngineCommandOptions> readReplicas(const EngineCommandOptions& defaults) {
+  std::string error;
+  const std::optional<std::string> text = readTextFile(defaults.replicas_path, &error);
+  if (!text) throw std::invalid_argument(fmt::format("replicas file: {}", error));
   YAML::Node root;
   try {
-    root = YAML::LoadFile(defaults.replicas_path);
+    root = YAML::Load(*text);
   } catch (const YAML::Exception& e) {
     throw std::invalid_argument(
         fmt::format("replicas file '{}': {}", defaults.replicas_path, e.what()));

@@ -6,10 +6,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 
+#include "core/text_file.h"
 namespace switchyard::engine {
 namespace {
 
@@ -152,11 +151,10 @@ ProfileCatalog parseProfiles(std::string_view yaml_text) {
 }
 
 ProfileCatalog loadProfilesFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::invalid_argument(fmt::format("cannot read profiles file '{}'", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  return parseProfiles(text.str());
+  std::string error;
+  const std::optional<std::string> text = readTextFile(path, &error);
+  if (!text) throw std::invalid_argument(fmt::format("profiles file: {}", error));
+  return parseProfiles(*text);
 }
 
 const ProfileCatalog& builtinProfiles() {

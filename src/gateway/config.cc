@@ -5,10 +5,9 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <set>
-#include <sstream>
 
+#include "core/text_file.h"
 #include "fleet/routing_knobs_config.h"
 #include "admission/admission_config.h"
 #include "gateway/slo_config.h"
@@ -477,11 +476,10 @@ GatewayConfig parseConfig(const std::string& yaml_text) {
 }
 
 GatewayConfig loadConfigFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError("cannot read " + path);
-  std::stringstream text;
-  text << in.rdbuf();
-  GatewayConfig config = parseConfig(text.str());
+  std::string error;
+  const std::optional<std::string> text = readTextFile(path, &error);
+  if (!text) throw ConfigError(error);
+  GatewayConfig config = parseConfig(*text);
   applyEnvironment(config);
   validate(config);
   return config;

@@ -4,10 +4,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
-#include <fstream>
 #include <set>
-#include <sstream>
 
+#include "core/text_file.h"
 #include "gateway/config.h"
 #include "gateway/config_values.h"
 #include "state/redis/blocking_redis.h"
@@ -203,11 +202,10 @@ OptimizeConfig parseOptimizeConfig(const std::string& yaml_text) {
 }
 
 OptimizeConfig loadOptimizeConfigFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError("cannot read " + path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return parseOptimizeConfig(text.str());
+  std::string error;
+  const std::optional<std::string> text = readTextFile(path, &error);
+  if (!text) throw ConfigError(error);
+  return parseOptimizeConfig(*text);
 }
 
 std::deque<profile::GpuProfile> loadOptimizeProfiles(const OptimizeConfig& config) {

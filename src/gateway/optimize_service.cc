@@ -14,6 +14,7 @@
 #include <map>
 
 #include "core/json_util.h"
+#include "core/text_file.h"
 #include "gateway/admin_server.h"
 #include "gateway/config.h"
 #include "gateway/optimize_config.h"
@@ -209,7 +210,7 @@ class OptimizeService {
     std::vector<observe::LoadInterval> intervals;
     if (source.kind == OptimizeLoadSource::Kind::kFile) {
       std::string error;
-      const auto text = profile::readTextFile(source.file, &error);
+      const auto text = readTextFile(source.file, &error);
       const auto load = text ? optimizer::parseLoadJson(*text, &error) : std::nullopt;
       if (!load) {
         state.load_error = source.file + ": " + error;

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <tuple>
 
+#include "core/text_file.h"
 #include "engine/perf_profiles.h"
 #include "gateway/config.h"
 #include "gateway/config_values.h"
@@ -36,7 +37,7 @@ profile::GpuProfile emulatedProfile(const std::string& gpu, const std::string& m
 
 profile::GpuProfile profileFromFile(const std::string& path, const std::string& where) {
   std::string error;
-  const auto text = profile::readTextFile(path, &error);
+  const auto text = readTextFile(path, &error);
   if (!text) throw ConfigError(where + ": " + error);
   profile::ProfileParse parsed = profile::parseProfileJson(*text);
   if (!parsed.profile) throw ConfigError(where + ": " + path + ": " + parsed.error);

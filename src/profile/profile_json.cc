@@ -1,12 +1,8 @@
 #include "profile/profile_json.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <cmath>
-#include <cstdio>
-#include <fstream>
-#include <sstream>
 
 namespace switchyard::profile {
 namespace {
@@ -278,36 +274,6 @@ std::string profileToJson(const GpuProfile& p) {
   }
   out += "}\n";
   return out;
-}
-
-std::optional<std::string> readTextFile(const std::string& path, std::string* error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    if (error) *error = fmt::format("cannot read {}", path);
-    return std::nullopt;
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-bool writeTextFile(const std::string& path, std::string_view text, std::string* error) {
-  const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    if (!out) {
-      if (error) *error = fmt::format("cannot write {}", tmp);
-      std::remove(tmp.c_str());
-      return false;
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    if (error) *error = fmt::format("cannot rename {} to {}", tmp, path);
-    std::remove(tmp.c_str());
-    return false;
-  }
-  return true;
 }
 
 }  // namespace switchyard::profile

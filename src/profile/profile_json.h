@@ -25,11 +25,6 @@ struct ProfileParse {
 ProfileParse parseProfileJson(std::string_view json);
 std::string profileToJson(const GpuProfile& profile);
 
-// Reads a whole file; nullopt (and `error`) when it cannot be read.
-std::optional<std::string> readTextFile(const std::string& path, std::string* error);
-// Writes via a temporary file and rename, so a reader never sees half a file.
-bool writeTextFile(const std::string& path, std::string_view text, std::string* error);
-
 }  // namespace switchyard::profile
 
 namespace switchyard::profile {

@@ -4,7 +4,9 @@
 
 #include <cmath>
 #include <filesystem>
+#include <optional>
 
+#include "core/text_file.h"
 #include "core/yaml_values.h"
 
 namespace switchyard::sim {
@@ -100,11 +102,14 @@ std::map<std::string, double> parsePrices(const YAML::Node& node, const std::str
   if (!std::filesystem::path(path).is_absolute()) {
     path = (std::filesystem::path(base_dir) / path).lexically_normal().string();
   }
+  std::string error;
+  const std::optional<std::string> text = readTextFile(path, &error);
+  if (!text) throw ConfigError("prices: " + error, lineOf(node));
   YAML::Node file;
   try {
-    file = YAML::LoadFile(path);
+    file = YAML::Load(*text);
   } catch (const YAML::Exception& e) {
-    throw ConfigError("prices: cannot read " + path + ": " + e.msg, lineOf(node));
+    throw ConfigError("prices: " + path + ": " + e.msg, lineOf(node));
   }
   const YAML::Node gpus = file["gpus"];
   if (!gpus.IsSequence())

@@ -6,12 +6,11 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <numbers>
 #include <set>
-#include <sstream>
 
 #include "admission/admission_config.h"
+#include "core/text_file.h"
 #include "core/yaml_values.h"
 #include "fleet/routing_knobs_config.h"
 #include "fleet/scrape_policy_config.h"
@@ -881,12 +880,11 @@ Scenario parseScenario(const std::string& yaml_text, const std::string& name,
 }
 
 Scenario loadScenarioFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError("cannot read scenario file " + path);
-  std::stringstream text;
-  text << in.rdbuf();
+  std::string error;
+  const std::optional<std::string> text = readTextFile(path, &error);
+  if (!text) throw ConfigError("scenario file: " + error);
   const std::filesystem::path folder = std::filesystem::path(path).parent_path();
-  Scenario s = parseScenario(text.str(), path, folder.empty() ? "." : folder.string());
+  Scenario s = parseScenario(*text, path, folder.empty() ? "." : folder.string());
   s.path = path;
   return s;
 }

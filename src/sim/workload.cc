@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
+#include <system_error>
 #include <string_view>
 #include <vector>
 
@@ -48,6 +50,12 @@ Workload::Workload(const WorkloadSpec& spec, double rate, TimeNs duration, uint6
   for (const auto& [t, m] : spec.arrivals.curve) max_multiplier_ = std::max(max_multiplier_, m);
   burst_emitted_.assign(spec.bursts.size(), 0);
   if (spec.arrivals.kind == ArrivalSpec::Kind::kTrace) {
+    // A directory would open and read as an empty trace.
+    std::error_code error;
+    if (!std::filesystem::is_regular_file(spec.arrivals.trace_path, error)) {
+      throw ConfigError("cannot read trace file " + spec.arrivals.trace_path +
+                        ": not a regular file");
+    }
     trace_ = std::make_unique<std::ifstream>(spec.arrivals.trace_path);
     if (!*trace_) throw ConfigError("cannot read trace file " + spec.arrivals.trace_path);
   }

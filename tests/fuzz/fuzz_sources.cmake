@@ -16,6 +16,7 @@ set(SWITCHYARD_FUZZ_SOURCES
   src/core/duration_text.cc
   src/core/url_text.cc
   src/core/json_util.cc
+  src/core/text_file.cc
   src/core/yaml_values.cc
   src/engine/async_jobs.cc
   src/engine/batching_model.cc

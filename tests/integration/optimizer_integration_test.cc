@@ -14,6 +14,7 @@
 #include <tuple>
 #include <thread>
 
+#include "core/text_file.h"
 #include "gateway_harness.h"
 #include "loadgen/load_generator.h"
 #include "observe/load_interval.h"
@@ -77,7 +78,7 @@ struct RemoveOnExit {
 
 profile::GpuProfile readProfile(const std::string& path) {
   std::string error;
-  const auto text = profile::readTextFile(path, &error);
+  const auto text = readTextFile(path, &error);
   EXPECT_TRUE(text) << error;
   auto parsed = profile::parseProfileJson(text.value_or(""));
   EXPECT_TRUE(parsed.profile) << parsed.error;
@@ -434,7 +435,7 @@ TEST(OptimizerIntegrationTest, ProfileStopsAtItsTimeBudgetAndResumes) {
       "--step-seconds", "2", "--min-requests", "5", "--max-requests", "8", "--no-progress"};
   auto raw = [&] {
     std::string error;
-    const auto text = profile::readTextFile(raw_path, &error);
+    const auto text = readTextFile(raw_path, &error);
     auto parsed = text ? profile::parseRawJson(*text, &error) : std::nullopt;
     EXPECT_TRUE(parsed) << error;
     return parsed.value_or(profile::RawMeasurements{});
@@ -457,9 +458,9 @@ TEST(OptimizerIntegrationTest, ProfileStopsAtItsTimeBudgetAndResumes) {
 
   // Everything measured: the same command changes nothing.
   std::string error;
-  const auto before = profile::readTextFile(raw_path, &error);
+  const auto before = readTextFile(raw_path, &error);
   ASSERT_TRUE(runCommand(command, 120s));
-  EXPECT_EQ(profile::readTextFile(raw_path, &error), before);
+  EXPECT_EQ(readTextFile(raw_path, &error), before);
 }
 
 // `gen-profile -o redis://…` stores the profile under AIBrix's key, the same profile it writes

@@ -226,6 +226,9 @@ TEST(ScenarioTest, AdmissionAndAutoscaleKeysAreReadAndTheirErrorsNameTheirLines)
        "autoscale.deployments[0].max_replicas: must not be below min_replicas"},
       {base + "prices: {A100: -1}\n", "s.yaml:9: prices.A100: must be between"},
       {base + "prices: /nonexistent/prices.yaml\n", "s.yaml:9: prices: cannot read"},
+      // A directory opens as a stream and only fails on reading (the fuzzer's find).
+      {base + "prices: /\n", "s.yaml:9: prices: cannot read /: is a directory"},
+      {base + "prices: !!tagged\n", "s.yaml:9: prices: cannot read"},
   };
   for (const auto& [text, expected] : cases) {
     const std::string error = errorOf(text);
@@ -300,6 +303,14 @@ TEST(ScenarioTest, TraceFilesAreReadLazilyAndTheirErrorsNameTheirLines) {
             std::string::npos);
   EXPECT_NE(traceError("bad-client.csv", 0).find("bad-client.csv:1: client must be a whole number"),
             std::string::npos);
+  WorkloadSpec folder = s.workload;
+  folder.arrivals.trace_path = dir.string();  // opens as a stream, reads as nothing
+  try {
+    Workload refused(folder, 0, 10 * kNsPerSec, 1);
+    ADD_FAILURE() << "a directory was taken for a trace";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("not a regular file"), std::string::npos) << e.what();
+  }
   std::filesystem::remove_all(dir);
 }
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "core/text_file.h"
+
 namespace switchyard::state::redis {
 
 std::string profileKey(std::string_view model, std::string_view deployment) {
@@ -35,7 +37,7 @@ profile::ProfileParse loadProfileSource(const std::string& source, std::string_v
   profile::ProfileParse result;
   if (!RedisUrl::isRedisUrl(source)) {
     std::string error;
-    const auto text = profile::readTextFile(source, &error);
+    const auto text = readTextFile(source, &error);
     if (!text) {
       result.error = error;
       return result;

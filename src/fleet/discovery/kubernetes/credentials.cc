@@ -4,8 +4,9 @@
 
 #include <charconv>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
+#include <optional>
+
+#include "core/text_file.h"
 
 namespace switchyard::fleet::kubernetes {
 namespace {
@@ -15,12 +16,10 @@ CredentialsResult fail(CredentialsError error, std::string message) {
 }
 
 bool readFile(const std::string& path, std::string& out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream text;
-  text << in.rdbuf();
-  out = text.str();
-  return !in.bad();
+  std::optional<std::string> text = readTextFile(path, nullptr);
+  if (!text) return false;
+  out = std::move(*text);
+  return true;
 }
 
 std::string resolve(const std::string& base_dir, const std::string& path) {

@@ -1,0 +1,63 @@
+// readTextFile: a regular file's bytes, or a named reason; never an exception, whatever the path.
+#include "core/text_file.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+namespace switchyard {
+namespace {
+
+std::filesystem::path scratchDir() {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("text_file_test." + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+TEST(TextFileTest, WrittenBytesReadBackWhole) {
+  const auto dir = scratchDir();
+  const std::string path = (dir / "a.txt").string();
+  const std::string bytes("one\0two\nthree", 13);
+  std::string error;
+  ASSERT_TRUE(writeTextFile(path, bytes, &error)) << error;
+  EXPECT_EQ(readTextFile(path, &error), bytes);
+  ASSERT_TRUE(writeTextFile(path, "", &error)) << error;
+  EXPECT_EQ(readTextFile(path, &error), "");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(TextFileTest, WhatIsNotARegularFileIsRefusedWithItsReason) {
+  const auto dir = scratchDir();
+  struct Case {
+    std::string path;
+    std::string reason;
+  };
+  const Case cases[] = {
+      {dir.string(), "is a directory"},
+      {(dir / "missing.yaml").string(), "No such file or directory"},
+      {"/dev/null", "not a regular file"},
+      {"", "empty path"},
+  };
+  for (const Case& c : cases) {
+    std::string error;
+    EXPECT_EQ(readTextFile(c.path, &error), std::nullopt) << c.path;
+    EXPECT_EQ(error, "cannot read " + c.path + ": " + c.reason);
+    EXPECT_EQ(readTextFile(c.path, nullptr), std::nullopt) << c.path;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(TextFileTest, AWriteIntoAMissingDirectoryFailsAndLeavesNothing) {
+  const auto dir = scratchDir();
+  const std::string path = (dir / "no" / "such" / "file").string();
+  std::string error;
+  EXPECT_FALSE(writeTextFile(path, "x", &error));
+  EXPECT_NE(error.find("cannot write"), std::string::npos) << error;
+  EXPECT_FALSE(std::filesystem::exists(dir / "no"));
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace switchyard
