@@ -18,12 +18,12 @@ std::optional<std::string> readTextFile(const std::string& path, std::string* er
     return std::nullopt;
   };
   // A directory opens as a stream on Linux and only fails on the first read, with an exception
-  // some readers (yaml-cpp's) let through: refuse anything but a regular file up front.
+  // some readers (yaml-cpp's) let through: refuse it up front. Pipes stay readable
+  // (`--config <(envsubst < gateway.yaml)`).
   struct stat info {};
   if (path.empty()) return fail("empty path");
   if (::stat(path.c_str(), &info) != 0) return fail(std::strerror(errno));
   if (S_ISDIR(info.st_mode)) return fail("is a directory");
-  if (!S_ISREG(info.st_mode)) return fail("not a regular file");
   std::ifstream in(path, std::ios::binary);
   if (!in) return fail(std::strerror(errno));
   std::ostringstream text;

@@ -8,8 +8,8 @@
 
 namespace switchyard {
 
-// Reads a whole regular file; nullopt (and `error`, naming the path) when the path is missing,
-// unreadable or not a regular file (a directory, say).
+// Reads a whole file (or what a pipe gives until its end); nullopt (and `error`, naming the path
+// and why) when the path is empty, missing, unreadable or a directory.
 std::optional<std::string> readTextFile(const std::string& path, std::string* error);
 // Writes via a temporary file and rename, so a reader never sees half a file.
 bool writeTextFile(const std::string& path, std::string_view text, std::string* error);

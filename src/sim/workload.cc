@@ -52,9 +52,8 @@ Workload::Workload(const WorkloadSpec& spec, double rate, TimeNs duration, uint6
   if (spec.arrivals.kind == ArrivalSpec::Kind::kTrace) {
     // A directory would open and read as an empty trace.
     std::error_code error;
-    if (!std::filesystem::is_regular_file(spec.arrivals.trace_path, error)) {
-      throw ConfigError("cannot read trace file " + spec.arrivals.trace_path +
-                        ": not a regular file");
+    if (std::filesystem::is_directory(spec.arrivals.trace_path, error)) {
+      throw ConfigError("cannot read trace file " + spec.arrivals.trace_path + ": is a directory");
     }
     trace_ = std::make_unique<std::ifstream>(spec.arrivals.trace_path);
     if (!*trace_) throw ConfigError("cannot read trace file " + spec.arrivals.trace_path);
