@@ -1,5 +1,6 @@
 #include "core/text_file.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,7 +9,6 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 namespace switchyard {
 
@@ -17,19 +17,36 @@ std::optional<std::string> readTextFile(const std::string& path, std::string* er
     if (error) *error = fmt::format("cannot read {}: {}", path, why);
     return std::nullopt;
   };
-  // A directory opens as a stream on Linux and only fails on the first read, with an exception
-  // some readers (yaml-cpp's) let through: refuse it up front. Pipes stay readable
-  // (`--config <(envsubst < gateway.yaml)`).
-  struct stat info {};
   if (path.empty()) return fail("empty path");
-  if (::stat(path.c_str(), &info) != 0) return fail(std::strerror(errno));
-  if (S_ISDIR(info.st_mode)) return fail("is a directory");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail(std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return fail("read error");
-  return std::move(text).str();
+  // Plain read(2) rather than a stream: a stream reports a failed read only as a flag on the
+  // copy's target (or, read through some libraries such as yaml-cpp, as an exception they let
+  // through). A directory opens and would fail on its first read: named up front. Pipes stay
+  // readable (`--config <(envsubst < gateway.yaml)`).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return fail(std::strerror(errno));
+  struct stat info {};
+  std::string out;
+  if (::fstat(fd, &info) == 0) {
+    if (S_ISDIR(info.st_mode)) {
+      ::close(fd);
+      return fail("is a directory");
+    }
+    if (S_ISREG(info.st_mode)) out.reserve(static_cast<size_t>(info.st_size));
+  }
+  char buffer[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int saved = errno;
+      ::close(fd);
+      return fail(std::strerror(saved));
+    }
+    out.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
 }
 
 bool writeTextFile(const std::string& path, std::string_view text, std::string* error) {

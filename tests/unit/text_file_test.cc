@@ -23,6 +23,10 @@ TEST(TextFileTest, WrittenBytesReadBackWhole) {
   std::string error;
   ASSERT_TRUE(writeTextFile(path, bytes, &error)) << error;
   EXPECT_EQ(readTextFile(path, &error), bytes);
+  std::string large(200'000, 'x');  // several reads
+  for (size_t i = 0; i < large.size(); i += 997) large[i] = static_cast<char>('a' + i % 26);
+  ASSERT_TRUE(writeTextFile(path, large, &error)) << error;
+  EXPECT_EQ(readTextFile(path, &error), large);
   ASSERT_TRUE(writeTextFile(path, "", &error)) << error;
   EXPECT_EQ(readTextFile(path, &error), "");
   std::filesystem::remove_all(dir);
