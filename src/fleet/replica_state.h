@@ -173,6 +173,14 @@ class ReplicaState {
     __builtin_prefetch(&engine_running_);
     __builtin_prefetch(&decode_capacity_);
   }
+  // Asks for the lines a response's first byte and completion update (the in-flight count and
+  // outcomes, capacity learning's inputs, the other gateways' in-flight count), for a driver
+  // that knows a completion is coming before it handles it (the fleet simulator).
+  void prefetchForCompletion() const {
+    __builtin_prefetch(&counters_.running, 1);
+    __builtin_prefetch(&counters_.output_tokens_total, 1);
+    __builtin_prefetch(&remote_running_);
+  }
   // Control thread (shared-state sync): the other live gateways' in-flight count.
   void storeRemoteRunning(int64_t running) {
     remote_running_.store(running, std::memory_order_relaxed);

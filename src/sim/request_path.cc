@@ -50,7 +50,7 @@ std::optional<uint32_t> Simulator::liveSlot(uint64_t id) const {
   const auto slot = static_cast<uint32_t>(id & 0xffffffffu);
   if (slot >= requests_.size()) return std::nullopt;
   const SimRequest& q = requests_[slot];
-  if (!q.live || q.generation != static_cast<uint32_t>(id >> 32)) return std::nullopt;
+  if (!q.live || (q.generation & kGenerationMask) != (id >> kGenerationShift)) return std::nullopt;
   return slot;
 }
 
@@ -350,6 +350,7 @@ void Simulator::deliver(uint64_t id) {
 
 void Simulator::onEngineStep(SimReplica& r) {
   token_events_.clear();
+  advancing_ = r.index;
   r.model->advance(now_, token_events_);
   for (const engine::TokenEvent& e : token_events_) {
     const std::optional<uint32_t> slot = liveSlot(e.id);
@@ -369,6 +370,7 @@ void Simulator::catchUp(SimReplica& r) {
   // now is handled as its own event would (a same-instant event may not have run yet).
   if (r.model->nextEventTime() < 0) return;
   std::vector<engine::TokenEvent> events;
+  advancing_ = r.index;
   r.model->advance(now_, events);
   for (const engine::TokenEvent& e : events) {
     const std::optional<uint32_t> slot = liveSlot(e.id);
