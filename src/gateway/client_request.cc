@@ -29,7 +29,9 @@ void ClientRequest::on_request_impl(verb method, boost::beast::string_view,
                                     boost::beast::string_view target, int version,
                                     error_code& ec) {
   method_ = method;
-  target_.assign(target.data(), target.size());
+  // Kept with the fields: the connection's memory, not an allocation per request.
+  fields_.text.assign(target.data(), target.size());
+  target_size_ = static_cast<uint32_t>(target.size());
   version_ = version;
   ec = {};
 }
