@@ -29,9 +29,7 @@ void ClientRequest::on_request_impl(verb method, boost::beast::string_view,
                                     boost::beast::string_view target, int version,
                                     error_code& ec) {
   method_ = method;
-  // Kept with the fields: the connection's memory, not an allocation per request.
-  fields_.text.assign(target.data(), target.size());
-  target_size_ = static_cast<uint32_t>(target.size());
+  target_.assign(target.data(), target.size());
   version_ = version;
   ec = {};
 }

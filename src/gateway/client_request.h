@@ -29,7 +29,7 @@ struct RequestFieldStore {
     uint32_t value_at = 0;
     uint32_t value_size = 0;
   };
-  std::string text;  // the request target, then every field's name and value bytes
+  std::string text;  // every field's name and value bytes, back to back
   std::vector<Entry> entries;
   void clear() {
     text.clear();
@@ -57,7 +57,7 @@ class ClientRequest final : public boost::beast::http::basic_parser<true> {
   }
 
   verb method() const { return method_; }
-  std::string_view target() const { return textAt(0, target_size_); }
+  std::string_view target() const { return target_; }
   int version() const { return version_; }
   std::string& body() { return body_; }
   const std::string& body() const { return body_; }
@@ -94,7 +94,7 @@ class ClientRequest final : public boost::beast::http::basic_parser<true> {
   RequestFieldStore& fields_;
   std::string& body_;
   verb method_ = verb::unknown;
-  uint32_t target_size_ = 0;  // the target is the store's text's first bytes
+  std::string target_;
   int version_ = 11;
 };
 
