@@ -18,6 +18,7 @@
 #include "gateway/body_relay.h"
 #include "gateway/worker_impl.h"
 #include "http/parse_buffered.h"
+#include "http/recycling_allocator.h"
 #include "http/write_all.h"
 
 namespace switchyard::gateway {
@@ -105,12 +106,11 @@ asio::awaitable<ForwardResult> Worker::Impl::forward(
   // own credentials (its api_key) go instead.
   const bool forward_authorization =
       replica->authorization().empty() && auth.forwardClientAuthorization();
-  for (size_t i = 0; i < req.fieldCount(); ++i) {
-    const ClientRequest::Field field = req.fieldAt(i);
-    if (isHopByHop(field.name)) continue;
-    if (field.name == http::field::authorization && !forward_authorization) continue;
-    if (observer.replacesUpstreamHeader(field.name_string)) continue;
-    appendHeader(head, field.name_string, field.value);
+  for (const auto& field : req) {
+    if (isHopByHop(field.name())) continue;
+    if (field.name() == http::field::authorization && !forward_authorization) continue;
+    if (observer.replacesUpstreamHeader(field.name_string())) continue;
+    appendHeader(head, field.name_string(), field.value());
   }
   if (!replica->authorization().empty()) {
     appendHeader(head, "Authorization", replica->authorization());

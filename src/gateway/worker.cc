@@ -129,7 +129,8 @@ asio::awaitable<void> Worker::Impl::serve(tcp::socket socket) {
   const admission::ClientLimitSettings& caps = security.config().client_limits;
   bool first = true;
   for (;;) {
-    ClientRequest parser(conn.request_fields, conn.request_body);
+    http::request_parser<http::string_body, switchyard::http::RecyclingAllocator<char>> parser;
+    parser.get().body().swap(conn.spare_body);  // empty: the body is appended to it
     parser.header_limit(static_cast<uint32_t>(caps.max_header_bytes));
     parser.body_limit(config.max_body_bytes);
     conn.stream.expires_after(
@@ -146,7 +147,8 @@ asio::awaitable<void> Worker::Impl::serve(tcp::socket socket) {
     if (ec == beast::error::timeout && parser.got_some()) {
       limits.count(admission::ClientLimit::kHeaderTime);  // a slow client (slowloris)
     }
-    if (!ec && parser.fieldCount() > caps.max_header_count) {
+    if (!ec && static_cast<size_t>(std::distance(parser.get().begin(), parser.get().end())) >
+                   caps.max_header_count) {
       limits.count(admission::ClientLimit::kHeaderCount);
       co_await sendError(conn, 431, "the request has too many header fields",
                          "invalid_request_error", "too_many_headers", "", "", false);
@@ -155,7 +157,7 @@ asio::awaitable<void> Worker::Impl::serve(tcp::socket socket) {
     }
     if (!ec && !parser.is_done()) {
       conn.stream.expires_after(asDuration(config.timeouts.client_body));
-      ClientRequest& req = parser;
+      auto& req = parser.get();
       const auto declared = parser.content_length();
       if (declared && *declared > config.max_body_bytes) {
         ec = http::error::body_limit;  // answered before the body is sent (no 100 Continue)
@@ -218,9 +220,9 @@ asio::awaitable<void> Worker::Impl::serve(tcp::socket socket) {
             conn,
             Refusal::limited(observe::LimitKind::kOther, "client_rate_limit_exceeded",
                              "too many requests from this address", wait),
-            "", parser.keep_alive() && !stopping.load(std::memory_order_relaxed));
+            "", parser.get().keep_alive() && !stopping.load(std::memory_order_relaxed));
       } else {
-        keep_alive = co_await handle(conn, parser);
+        keep_alive = co_await handle(conn, parser.get());
       }
     } catch (const std::exception& e) {
       // Defensive: the request path reports failures as values; anything thrown is a bug, and
@@ -230,7 +232,11 @@ asio::awaitable<void> Worker::Impl::serve(tcp::socket socket) {
     }
     inflight.fetch_sub(1, std::memory_order_relaxed);
     if (!keep_alive || stopping.load(std::memory_order_relaxed)) break;
-    if (conn.request_body.capacity() > kSpareBodyBytes) std::string().swap(conn.request_body);
+    std::string& body = parser.get().body();
+    if (body.capacity() <= kSpareBodyBytes) {
+      body.clear();
+      conn.spare_body.swap(body);
+    }
   }
   conn.stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
   conn.stream.socket().close(ignored);

@@ -38,7 +38,6 @@
 #include "gateway/answer_parser.h"
 #include "gateway/async_jobs.h"
 #include "gateway/auth_stage.h"
-#include "gateway/client_request.h"
 #include "gateway/config.h"
 #include "gateway/prefix_stage.h"
 #include "gateway/refusal.h"
@@ -51,6 +50,7 @@
 #include "http/accept_pause.h"
 #include "http/connection_stream.h"
 #include "http/peer_watch.h"
+#include "http/recycling_allocator.h"
 #include "routing/router.h"
 
 namespace switchyard::gateway {
@@ -59,12 +59,14 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
-using Request = ClientRequest;
+// Its header fields' nodes are recycled by the worker's thread (http/recycling_allocator.h).
+using RequestFields = http::basic_fields<switchyard::http::RecyclingAllocator<char>>;
+using Request = http::request<http::string_body, RequestFields>;
 inline constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 
 inline constexpr size_t kPieceSize = 32 * 1024;
 // The largest request body string a connection keeps for its next request (ClientConnection::
-// request_body): most chat bodies fit; a long prompt's memory goes back to the heap.
+// spare_body): most chat bodies fit; a long prompt's memory goes back to the heap.
 inline constexpr size_t kSpareBodyBytes = 8 * 1024;
 // How long a request runs before the gateway watches its client for leaving (PeerWatchArming):
 // short enough that abandoned work stops within a tick of it, long enough that the requests
@@ -108,11 +110,10 @@ struct ClientConnection {
   std::string head;  // response head or upstream request head
   std::string answer_fields;  // the replica's end-to-end header fields (AnswerParser)
   std::string aux;   // error bodies
-  // The request's body and header fields (ClientRequest), their memory reused (and warm) by the
-  // next request on this connection instead of allocations per request. A body larger than
-  // kSpareBodyBytes is let go after its request, so an idle connection does not hold it.
-  std::string request_body;
-  RequestFieldStore request_fields;
+  // The last request's body string, cleared, for the next request on this connection: its
+  // memory is reused (and warm) instead of one malloc and free per request. Kept only when
+  // small (kSpareBodyBytes), so an idle connection does not hold a large body's memory.
+  std::string spare_body;
   std::unique_ptr<char[]> piece{new char[kPieceSize]};
   char generated_id[17] = {};
   std::string client_address;  // the peer's IP: the client, for queue fairness, absent a user

@@ -37,7 +37,6 @@ set(SWITCHYARD_FUZZ_SOURCES
   src/fleet/signal_batch.cc
   src/gateway/answer_parser.cc
   src/gateway/async_jobs.cc
-  src/gateway/client_request.cc
   src/gateway/config.cc
   src/gateway/discovery_config.cc
   src/gateway/load_monitor.cc
