@@ -234,11 +234,10 @@ class Simulator {
   void cancelAtEngine(uint32_t slot);               // the client or its gateway went away
   // The slot of a request id (slot and generation) that is still live.
   std::optional<uint32_t> liveSlot(uint64_t id) const;
-  // The engine's event hint: the request's slot is read when its event is handled, and by then
-  // it is out of cache (a miss was ~80 % of onEngineStep).
-  // The id names the request's gateway too, and advance() is called for one replica at a time
-  // (advancing_), so the gateway's record of the replica, which the first token and the
-  // completion update, is fetched here as well: at 10,000 replicas it comes from memory.
+  // The engine's event hint: the request's slot, and the gateway's record of the replica that
+  // the first token and the completion update, are read when the event is handled, long out of
+  // cache by then (at 10,000 replicas both come from memory). The id names the gateway;
+  // advance() runs for one replica at a time (advancing_).
   static void prefetchRequest(void* self, uint64_t id) {
     const auto* sim = static_cast<const Simulator*>(self);
     const auto slot = static_cast<uint32_t>(id);
