@@ -37,6 +37,20 @@ class FourAryHeap {
     siftDown(kRoot);
   }
   void clear() { entries_.resize(std::min(entries_.size(), kRoot)); }
+  // The least of the root's children: what top() becomes after a pop() with no push between.
+  // nullptr: the root has no child.
+  const T* afterTop() const {
+    const size_t first = 4 * kRoot - 8;
+    const size_t n = entries_.size();
+    if (first >= n) return nullptr;
+    size_t best = first;
+    for (size_t c = first + 1; c < std::min(first + 4, n); ++c) {
+      if (Before{}(entries_[c], entries_[best])) best = c;
+    }
+    return &entries_[best];
+  }
+  // The last leaf, which a pop() moves to the root. Precondition: not empty.
+  const T& last() const { return entries_.back(); }
 
  private:
   // Positions: the root at 3; node p's children at 4p - 8 .. 4p - 5, its parent at p / 4 + 2.

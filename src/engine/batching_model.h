@@ -120,6 +120,12 @@ class alignas(64) BatchingModel final : public EngineModel {
     __builtin_prefetch(&next_event_);
     __builtin_prefetch(&running_);
   }
+  // For a driver that knows which cold model it advances next (the fleet simulator, one event
+  // ahead): prefetchForAdvance() starts loading the model's own lines that advance() reads;
+  // prefetchStep(), called once those are in, what advance() reads through them (the step's
+  // requests, the finish queue's top, children and last entry, the member finishing next).
+  void prefetchForAdvance() const;
+  void prefetchStep() const { prefetchFinishing(); }
   // The roofline step time for `batched_tokens` new tokens of `sequences` requests attending to
   // `context_tokens`, including overheads and the current slowdown.
   TimeNs stepDurationNs(int64_t batched_tokens, int64_t context_tokens,

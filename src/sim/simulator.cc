@@ -11,6 +11,7 @@
 namespace switchyard::sim {
 namespace {
 
+constexpr uint32_t kNoReplica = std::numeric_limits<uint32_t>::max();
 constexpr TimeNs kHealthPeriod = 100 * kNsPerMs;  // the gateway's health evaluation period
 constexpr TimeNs kQueuePeriod = 100 * kNsPerMs;
 constexpr uint64_t kProgressEvery = 1 << 14;
@@ -104,6 +105,7 @@ void Simulator::addReplica(size_t group, TimeNs now, bool starting) {
   r.added_at = now;
   r.ready_at = starting ? now + fg.startup : now;
   replicas_.push_back(std::move(r));
+  models_.push_back(replicas_.back().model.get());
   if (window_open_ && !window_closed_) startWindow(replicas_.back());
 }
 
@@ -222,7 +224,17 @@ RunResult Simulator::run() {
     if (e.time > stop) break;
     now_ = e.time;
     ++events_;
+    // The next event, if it is a replica's step, is most likely the least of the root's
+    // children now: its model's lines start loading here, what they point to after this event
+    // (a model is cold by its next step in a large fleet, and each level is a miss).
+    const Event* next = queue_.peekAfterPop();
+    const uint32_t ahead = next != nullptr && next->kind == kEngineStep ? next->target : kNoReplica;
+    if (ahead != kNoReplica) {
+      models_[ahead]->prefetchForAdvance();
+      __builtin_prefetch(&replicas_[ahead]);
+    }
     dispatch(e);
+    if (ahead != kNoReplica) models_[ahead]->prefetchStep();
     if (now_ >= end_ && window_closed_ && !have_arrival_ && live_requests_ == 0) break;
     if ((events_ & (kProgressEvery - 1)) == 0 && options_.progress) {
       options_.progress(Progress{now_, end_, events_, requests_total_});
@@ -408,6 +420,7 @@ void Simulator::failReplica(SimReplica& r) {
   r.busy_offset += r.model->load().busy_seconds_total;  // keep what it did before failing
   r.tokens_offset += r.model->load().generated_tokens_total;
   r.model = newModel(r.perf);
+  models_[r.index] = r.model.get();
   ++r.generation;
   r.scheduled = -1;
   r.inflight = 0;

@@ -15,7 +15,8 @@ using Key = std::tuple<TimeNs, uint64_t>;  // time, then the order pushed
 
 // Random pushes and pops, with pops followed by a push half of the time (the deferred pop's
 // shortcut), against an ordered set: every event comes out once, by time and then by the order
-// it was pushed, and size() and empty() see the popped event gone.
+// it was pushed, size() and empty() see the popped event gone, and right after a pop
+// peekAfterPop() names the event the next pop returns if nothing is pushed first.
 TEST(EventQueueTest, PopsByTimeThenOrderPushedAgainstAReference) {
   EventQueue queue;
   std::set<Key> reference;
@@ -39,6 +40,14 @@ TEST(EventQueueTest, PopsByTimeThenOrderPushedAgainstAReference) {
     EXPECT_EQ(event.kind, 7u);
     EXPECT_EQ(event.target, event.arg % 1000);
     reference.erase(reference.begin());
+    // The guess at the next event is the next event while nothing is pushed.
+    const Event* next = queue.peekAfterPop();
+    if (reference.empty()) {
+      EXPECT_EQ(next, nullptr);
+    } else {
+      ASSERT_NE(next, nullptr);
+      EXPECT_EQ(Key(next->time, next->arg), *reference.begin());
+    }
     now = event.time;
     if (rng.below(2) == 0) push();
     ASSERT_EQ(queue.size(), reference.size());
