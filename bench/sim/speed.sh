@@ -10,9 +10,11 @@
 #    <= 30 minutes on one core, estimated at full load from two runs, 60 and 120 s of arrivals
 #    (their difference is 60 simulated seconds at full load: warm-up and drain cancel out); peak
 #    memory <= 4 GB.
-# Each run is one process on one core; nothing else should run on the machine meanwhile.
+# Each run is one process pinned to one core (the last, with taskset; runs that the scheduler
+# moves between cores spread further); nothing else should run on the machine meanwhile.
 #   SPEED_RUNS=3      runs of the 1,000-replica scenario (medians)
 #   SPEED_10K=1       0: skip the 10,000-replica part (it takes about 3 minutes)
+#   SPEED_CPU=N       the core to pin the runs to (default: the last; "none": not pinned)
 #   SPEED_OUT=build/bench-sim-speed   SWITCHYARD=build/release/switchyard
 set -euo pipefail
 
@@ -25,12 +27,19 @@ big="${SPEED_10K:-1}"
 command -v python3 >/dev/null || { echo "bench-sim-speed: python3 not found" >&2; exit 1; }
 [[ "$runs" =~ ^[1-9][0-9]*$ ]] || { echo "bench-sim-speed: SPEED_RUNS must be >= 1" >&2; exit 2; }
 mkdir -p "$out"
+pin=()
+cpu="${SPEED_CPU:-$(($(nproc) - 1))}"
+if [ "$cpu" != none ] && command -v taskset >/dev/null; then
+  [[ "$cpu" =~ ^[0-9]+$ ]] || { echo "bench-sim-speed: SPEED_CPU must be a core number or none" >&2; exit 2; }
+  pin=(taskset -c "$cpu")
+  echo "bench-sim-speed: runs pinned to core $cpu"
+fi
 
 simulate() {  # json scenario [options...]
   local json="$1" scenario="$2"
   shift 2
   echo "== switchyard simulate --scenario $scenario $*"
-  "$bin" simulate --scenario "$root/$scenario" --no-progress --summary-json "$json" "$@" \
+  "${pin[@]}" "$bin" simulate --scenario "$root/$scenario" --no-progress --summary-json "$json" "$@" \
     >"${json%.json}.txt"
 }
 
