@@ -15,6 +15,8 @@
 #   SPEED_RUNS=3      runs of the 1,000-replica scenario (medians)
 #   SPEED_10K=1       0: skip the 10,000-replica part (it takes about 3 minutes)
 #   SPEED_CPU=N       the core to pin the runs to (default: the last; "none": not pinned)
+#   SPEED_BASELINE=path/to/switchyard   another build to compare with: its runs alternate with
+#                     this build's (A B, then B A), and the ratios of each pair are printed
 #   SPEED_OUT=build/bench-sim-speed   SWITCHYARD=build/release/switchyard
 set -euo pipefail
 
@@ -26,6 +28,11 @@ big="${SPEED_10K:-1}"
 [ -x "$bin" ] || { echo "bench-sim-speed: $bin not found; run make build" >&2; exit 1; }
 command -v python3 >/dev/null || { echo "bench-sim-speed: python3 not found" >&2; exit 1; }
 [[ "$runs" =~ ^[1-9][0-9]*$ ]] || { echo "bench-sim-speed: SPEED_RUNS must be >= 1" >&2; exit 2; }
+baseline="${SPEED_BASELINE:-}"
+if [ -n "$baseline" ] && [ ! -x "$baseline" ]; then
+  echo "bench-sim-speed: SPEED_BASELINE=$baseline is not an executable" >&2
+  exit 2
+fi
 mkdir -p "$out"
 pin=()
 cpu="${SPEED_CPU:-$(($(nproc) - 1))}"
@@ -35,25 +42,42 @@ if [ "$cpu" != none ] && command -v taskset >/dev/null; then
   echo "bench-sim-speed: runs pinned to core $cpu"
 fi
 
-simulate() {  # json scenario [options...]
-  local json="$1" scenario="$2"
+simulate() {  # binary json scenario [options...]
+  local binary="$1" json="$2" scenario="$3"
+  shift 3
+  echo "== $binary simulate --scenario $scenario $*"
+  "${pin[@]}" "$binary" simulate --scenario "$root/$scenario" --no-progress --summary-json "$json" \
+    "$@" >"${json%.json}.txt"
+}
+# This build's run (json), and the baseline's (baseline-json) when there is one, in the order
+# given: "ab" this build first, "ba" the baseline first.
+both() {  # order json scenario [options...]
+  local order="$1" json="$2"
   shift 2
-  echo "== switchyard simulate --scenario $scenario $*"
-  "${pin[@]}" "$bin" simulate --scenario "$root/$scenario" --no-progress --summary-json "$json" "$@" \
-    >"${json%.json}.txt"
+  if [ -z "$baseline" ]; then
+    simulate "$bin" "$out/$json" "$@"
+  elif [ "$order" = ab ]; then
+    simulate "$bin" "$out/$json" "$@"
+    simulate "$baseline" "$out/baseline-$json" "$@"
+  else
+    simulate "$baseline" "$out/baseline-$json" "$@"
+    simulate "$bin" "$out/$json" "$@"
+  fi
 }
 
 for i in $(seq "$runs"); do
-  simulate "$out/speed-1000-run$i.json" bench/sim/speed-1000.yaml
+  order=ab
+  [ $((i % 2)) = 0 ] && order=ba
+  both "$order" "speed-1000-run$i.json" bench/sim/speed-1000.yaml
 done
 if [ "$big" != 0 ]; then
-  simulate "$out/speed-10000-60s.json" bench/sim/speed-10000.yaml --duration 60
-  simulate "$out/speed-10000-120s.json" bench/sim/speed-10000.yaml --duration 120
+  both ab speed-10000-60s.json bench/sim/speed-10000.yaml --duration 60
+  both ba speed-10000-120s.json bench/sim/speed-10000.yaml --duration 120
 fi
 
-python3 - "$out" "$runs" "$big" <<'PY'
+python3 - "$out" "$runs" "$big" "$baseline" <<'PY'
 import json, statistics, sys
-out, runs, big = sys.argv[1], int(sys.argv[2]), sys.argv[3] != "0"
+out, runs, big, baseline = sys.argv[1], int(sys.argv[2]), sys.argv[3] != "0", sys.argv[4]
 def load(name):
     with open(f"{out}/{name}.json") as f:
         return json.load(f)
@@ -79,6 +103,17 @@ if judged:
     verdict = "PASS" if judged[1] >= 50 else "MISS"
     print(f"speed goal (>= 50x real time at 1,000 replicas, {judged[0]}): {verdict} "
           f"({judged[1]:.1f}x)")
+    if baseline:
+        def speed(run):
+            r = run["strategies"][judged[0]]
+            return r["simulated_seconds"] / r["wall_seconds"]
+        base = [load(f"baseline-speed-1000-run{i}") for i in range(1, runs + 1)]
+        ratios = [speed(a) / speed(b) for a, b in zip(small, base)]
+        print(f"against the baseline ({baseline}): {statistics.median(map(speed, base)):.1f}x, "
+              f"pair ratios (this build / baseline) "
+              + " ".join(f"{r:.3f}" for r in ratios)
+              + f", median {statistics.median(ratios):.3f}, faster in "
+              f"{sum(r > 1 for r in ratios)} of {len(ratios)}")
 
 if big:
     short, long = load("speed-10000-60s"), load("speed-10000-120s")
@@ -88,17 +123,27 @@ if big:
         print(f"  {label:<18} {run['simulated_seconds']:6.0f} simulated s in "
               f"{run['wall_seconds']:6.1f} wall s, {run['events'] / 1e6:5.1f} M events, "
               f"peak memory {run['peak_memory_mb']:.0f} MB")
-    sim_delta = long["simulated_seconds"] - short["simulated_seconds"]
-    wall_delta = long["wall_seconds"] - short["wall_seconds"]
-    if sim_delta > 0 and wall_delta > 0:
-        per_s = wall_delta / sim_delta
-        minutes = per_s * 3600 / 60
-        print(f"  at full load: {per_s:.2f} wall s per simulated s "
-              f"({(long['events'] - short['events']) / wall_delta / 1e6:.2f} M events/s)")
+    def hour_minutes(short, long):
+        sim_delta = long["simulated_seconds"] - short["simulated_seconds"]
+        wall_delta = long["wall_seconds"] - short["wall_seconds"]
+        if sim_delta <= 0 or wall_delta <= 0:
+            return None
+        return wall_delta / sim_delta * 60, (long["events"] - short["events"]) / wall_delta / 1e6
+    hour = hour_minutes(short, long)
+    if hour:
+        minutes, rate = hour
+        print(f"  at full load: {minutes / 60:.2f} wall s per simulated s ({rate:.2f} M events/s)")
         print(f"hour goal (one simulated hour of 10,000 replicas in <= 30 min): "
               f"{'PASS' if minutes <= 30 else 'MISS'} ({minutes:.0f} min)")
     else:
         print("hour goal: not measured (the longer run was not slower: rerun on a quiet machine)")
+    if baseline:
+        base_hour = hour_minutes(load("baseline-speed-10000-60s"), load("baseline-speed-10000-120s"))
+        if hour and base_hour:
+            print(f"against the baseline: {base_hour[0]:.0f} min per simulated hour, ratio "
+                  f"(baseline / this build) {base_hour[0] / hour[0]:.3f}")
+        else:
+            print("against the baseline: not measured (a longer run was not slower)")
     peak = max(short["peak_memory_mb"], long["peak_memory_mb"])
     print(f"memory goal (<= 4 GB at 10,000 replicas): {'PASS' if peak <= 4096 else 'MISS'} "
           f"({peak:.0f} MB peak)")
