@@ -78,7 +78,8 @@ bench-prefix: build
 bench-sim: build
 	bash bench/sim/bench-sim.sh
 # The simulator's speed against its goals: 1,000 replicas (x real time, medians of SPEED_RUNS=3)
-# and an hour of 10,000 replicas (SPEED_10K=0 skips it); about 5 min. bench/sim/speed.sh.
+# and an hour of 10,000 replicas (SPEED_10K=0 skips it); about 5 min. SPEED_BASELINE=<binary>
+# alternates another build's runs with these and prints the ratios. bench/sim/speed.sh.
 bench-sim-speed: build
 	bash bench/sim/speed.sh
 # Traffic-aware scale-down: a Deployment shrinks under load behind 3 gateways (fake Kubernetes
