@@ -41,13 +41,7 @@ class FourAryHeap {
   // nullptr: the root has no child.
   const T* afterTop() const {
     const size_t first = 4 * kRoot - 8;
-    const size_t n = entries_.size();
-    if (first >= n) return nullptr;
-    size_t best = first;
-    for (size_t c = first + 1; c < std::min(first + 4, n); ++c) {
-      if (Before{}(entries_[c], entries_[best])) best = c;
-    }
-    return &entries_[best];
+    return first < entries_.size() ? &entries_[leastChild(first)] : nullptr;
   }
   // The last leaf, which a pop() moves to the root. Precondition: not empty.
   const T& last() const { return entries_.back(); }
@@ -55,6 +49,15 @@ class FourAryHeap {
  private:
   // Positions: the root at 3; node p's children at 4p - 8 .. 4p - 5, its parent at p / 4 + 2.
   static constexpr size_t kRoot = 3;
+  // The least of the (up to four) children that start at `first`. Precondition: first < size.
+  size_t leastChild(size_t first) const {
+    size_t best = first;
+    const size_t last = std::min(first + 4, entries_.size());
+    for (size_t c = first + 1; c < last; ++c) {
+      if (Before{}(entries_[c], entries_[best])) best = c;
+    }
+    return best;
+  }
   void siftUp(size_t p) {
     const T entry = entries_[p];
     while (p > kRoot) {
@@ -71,11 +74,7 @@ class FourAryHeap {
     for (;;) {
       const size_t first = 4 * p - 8;
       if (first >= n) break;
-      size_t best = first;
-      const size_t last = std::min(first + 4, n);
-      for (size_t c = first + 1; c < last; ++c) {
-        if (Before{}(entries_[c], entries_[best])) best = c;
-      }
+      const size_t best = leastChild(first);
       if (!Before{}(entries_[best], entry)) break;
       entries_[p] = entries_[best];
       p = best;

@@ -322,7 +322,7 @@ class Simulator {
   std::shared_ptr<engine::BatchingModel::SeqPool> seq_pool_ = engine::BatchingModel::makeSeqPool();
   std::vector<SimReplica> replicas_;
   // replicas_[i].model, packed (a few lines per thousand replicas, so it stays in cache): the
-  // run loop reads the next event's model from here to prefetch it (prefetchNextStep).
+  // run loop reads the next event's model from here to prefetch it (Simulator::run).
   std::vector<engine::BatchingModel*> models_;
   uint32_t advancing_ = 0;  // the replica whose model advance() runs (prefetchRequest)
   std::vector<SimGateway> gateways_;  // sized once: a FleetRegistry does not move

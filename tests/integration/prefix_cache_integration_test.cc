@@ -120,10 +120,22 @@ TEST_F(PrefixCacheGatewayTest, GatewaysThatLearnApartPlaceAnUnknownPrefixAlike) 
   }
   std::set<std::string> pods;  // homes chosen among all three replicas
   std::string decisions;
+  // A replica a gateway has excluded (a probe timing out on a loaded machine) is no one's home
+  // meanwhile: only decisions among all three say where homes fall.
+  auto noteHome = [&](const HttpResult& first) {
+    const std::string decision = first.header("x-switchyard-decision");
+    decisions += decision + "\n";
+    if (decision.find("ready=3;") != std::string::npos &&
+        decision.find("excluded=") == std::string::npos) {
+      pods.insert(first.header("target-pod"));
+    }
+  };
+  auto firstTurn = [](int conversation) {
+    return "{\"role\":\"system\",\"content\":\"" + text(800, 50 + conversation) +
+           "\"},{\"role\":\"user\",\"content\":\"" + text(30, 70 + conversation) + "\"}";
+  };
   for (int conversation = 1; conversation <= 10; ++conversation) {
-    std::string history =
-        "{\"role\":\"system\",\"content\":\"" + text(800, 50 + conversation) + "\"}";
-    history += ",{\"role\":\"user\",\"content\":\"" + text(30, 70 + conversation) + "\"}";
+    std::string history = firstTurn(conversation);
     const HttpResult first = chat(history);
     ASSERT_EQ(first.status, 200) << first.body;
     const std::string pod = first.header("target-pod");
@@ -134,31 +146,17 @@ TEST_F(PrefixCacheGatewayTest, GatewaysThatLearnApartPlaceAnUnknownPrefixAlike) 
     const HttpResult second = chat(history, second_.get());
     ASSERT_EQ(second.status, 200) << second.body;
     EXPECT_EQ(second.header("target-pod"), pod) << second.header("x-switchyard-decision");
-    // A replica a gateway has excluded (a probe timing out on a loaded machine) is no one's
-    // home meanwhile: only decisions among all three say where homes fall.
-    const std::string decision = first.header("x-switchyard-decision");
-    decisions += decision + "\n";
-    if (decision.find("ready=3;") != std::string::npos &&
-        decision.find("excluded=") == std::string::npos) {
-      pods.insert(pod);
-    }
+    noteHome(first);
   }
   // Homes differ from one prefix to the next. A home falls on a replica in proportion to its KV
   // cache, and the L20 holds more than three times an A10's: ten prefixes all land on it about once
   // in a hundred runs, so more first turns (through either gateway) are drawn until the chance is
   // below one in a million.
   for (int conversation = 11; conversation <= 40 && pods.size() < 2; ++conversation) {
-    const std::string history =
-        "{\"role\":\"system\",\"content\":\"" + text(800, 50 + conversation) +
-        "\"},{\"role\":\"user\",\"content\":\"" + text(30, 70 + conversation) + "\"}";
-    const HttpResult first = chat(history, conversation % 2 == 0 ? second_.get() : nullptr);
+    const HttpResult first =
+        chat(firstTurn(conversation), conversation % 2 == 0 ? second_.get() : nullptr);
     ASSERT_EQ(first.status, 200) << first.body;
-    const std::string decision = first.header("x-switchyard-decision");
-    decisions += decision + "\n";
-    if (decision.find("ready=3;") != std::string::npos &&
-        decision.find("excluded=") == std::string::npos) {
-      pods.insert(first.header("target-pod"));
-    }
+    noteHome(first);
   }
   EXPECT_GE(pods.size(), 2u) << decisions;
 }
